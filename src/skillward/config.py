@@ -1,0 +1,63 @@
+"""Limits and knobs, in one frozen object.
+
+Every bound skillward enforces lives here, so a reviewer can read the whole
+exposure budget in one place. Limits are enforced while reading, not after.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from skillward.errors import ConfigError
+
+__all__ = ["SEP_MAX_SKILL_BYTES", "SEP_MAX_SKILL_FILES", "Limits"]
+
+#: SEP-2640's per-skill limits. Hosts must accept skills up to these.
+SEP_MAX_SKILL_FILES = 512
+SEP_MAX_SKILL_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Limits:
+    """Bounds on everything skillward reads from an origin.
+
+    The defaults follow SEP-2640 where it sets a number and are otherwise chosen
+    to be generous for honest servers and cheap against hostile ones.
+    """
+
+    #: Files per skill, SKILL.md included (SEP-2640 minimum: 512).
+    max_skill_files: int = SEP_MAX_SKILL_FILES
+    #: Sum of ``size`` over a skill's files (SEP-2640 minimum: 16 MiB).
+    max_skill_bytes: int = SEP_MAX_SKILL_BYTES
+    #: Bytes of one SKILL.md frontmatter block, delimiters excluded.
+    max_frontmatter_bytes: int = 64 * 1024
+    #: Nesting depth of collections inside the frontmatter.
+    max_frontmatter_depth: int = 16
+    #: Scalars, sequences and mappings inside the frontmatter.
+    max_frontmatter_nodes: int = 4096
+    #: Characters of one URI.
+    max_uri_length: int = 2048
+    #: Pages one listing walk may fetch.
+    max_list_pages: int = 1000
+    #: Entries one listing walk may collect.
+    max_list_entries: int = 20_000
+    #: Children one directory walk may collect.
+    max_directory_entries: int = 10_000
+    #: Decoded bytes of one resource read (a single file can't exceed the skill cap).
+    max_resource_bytes: int = SEP_MAX_SKILL_BYTES
+    #: Overall deadline, in seconds, for one operation (a whole listing walk included).
+    operation_timeout: float = 60.0
+    #: Deadline, in seconds, for connecting and negotiating with a server.
+    connect_timeout: float = 30.0
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                raise ConfigError(f"Limits.{field.name} must be a positive number, not {value!r}")
+        if self.max_skill_files < SEP_MAX_SKILL_FILES or self.max_skill_bytes < SEP_MAX_SKILL_BYTES:
+            raise ConfigError(
+                "Limits below SEP-2640's per-skill minimum (512 files, 16 MiB) would refuse "
+                "conforming skills"
+            )

@@ -1,0 +1,347 @@
+"""The skillward error hierarchy.
+
+Every error skillward raises is a :class:`SkillwardError`. Its direct subclasses
+split errors by who is at fault, so a host can decide what to do from the type
+alone:
+
+* :class:`OriginError`: a server (or a local skill directory) served something
+  invalid or inconsistent. :class:`IntegrityError` is the part of it where fetched
+  bytes differ from what the listing promised.
+* :class:`TransportError`: the exchange with a server failed, timed out, or the
+  server answered with a protocol error.
+* :class:`PolicyDenied`: a policy or a gate refused the action.
+* :class:`ApprovalRequired`: a person has to approve first (or said no).
+* :class:`StoreTampered`: skillward's own persistent state failed its checks.
+* :class:`UsageError`: the caller asked for something that cannot be done.
+
+Every error names the server label and the skill URI where they are known, and
+carries a hint a person can act on (:meth:`SkillwardError.diagnostics`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+__all__ = [
+    "AmbiguousName",
+    "ApprovalDenied",
+    "ApprovalRequired",
+    "CapabilityMissing",
+    "ConfigError",
+    "CrossOriginDenied",
+    "DeadlineExceeded",
+    "DigestMismatch",
+    "FrontmatterError",
+    "FrontmatterMismatch",
+    "IntegrityError",
+    "InvalidEntry",
+    "InvalidResponse",
+    "InvalidUri",
+    "ListingRunaway",
+    "OriginError",
+    "PolicyDenied",
+    "ResponseTooLarge",
+    "ServerRejected",
+    "SizeMismatch",
+    "SkillChanged",
+    "SkillNotFound",
+    "SkillTooLarge",
+    "SkillwardError",
+    "StoreTampered",
+    "TransportError",
+    "UnknownServer",
+    "UnlistedResource",
+    "UnverifiableSkill",
+    "UsageError",
+    "printable",
+]
+
+
+def printable(text: str, *, limit: int = 300) -> str:
+    """``text`` bounded in length, with every non-printable character escaped.
+
+    Untrusted strings (URIs, names, server output) pass through this before they
+    reach a terminal or a log line, so they cannot carry escape sequences, bidi
+    overrides or invisible characters.
+    """
+    if len(text) > limit:
+        text = text[:limit] + "..."
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
+class SkillwardError(Exception):
+    """Base class of every error skillward raises.
+
+    ``server`` is the host-assigned label of the origin involved and ``uri`` the
+    skill or resource URI, when known. ``str(error)`` is one line naming both.
+    """
+
+    #: Process exit code the command line uses for this kind of error.
+    exit_code: ClassVar[int] = 1
+    #: What a person can do about it; subclasses refine this.
+    default_hint: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        server: str | None = None,
+        uri: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.message = message
+        self.server = server
+        self.uri = uri
+        self.hint = hint if hint is not None else self.default_hint
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        parts: list[str] = []
+        if self.server is not None:
+            parts.append(f"server {self.server!r}")
+        if self.uri is not None:
+            parts.append(printable(self.uri, limit=300))
+        parts.append(self.message)
+        # Messages quote untrusted input; never let it drive a terminal.
+        return printable(": ".join(parts), limit=2000)
+
+    def with_context(self, *, server: str | None = None, uri: str | None = None) -> SkillwardError:
+        """Fill in the server label and URI where they are still unknown; returns ``self``."""
+        if self.server is None and server is not None:
+            self.server = server
+        if self.uri is None and uri is not None:
+            self.uri = uri
+        self.args = (self._render(),)
+        return self
+
+    def diagnostics(self) -> str:
+        """A short, human-readable explanation with the hint, for terminals and logs."""
+        text = str(self)
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+
+# --- the origin served something wrong ---------------------------------------------
+
+
+class OriginError(SkillwardError):
+    """The origin served something invalid or inconsistent. Do not use it."""
+
+    exit_code = 4
+    default_hint = (
+        "The server's listing or content is not what SEP-2640 requires; "
+        "report it to the server's maintainers. Nothing from it was used."
+    )
+
+
+class InvalidEntry(OriginError):
+    """A skill entry breaks an invariant of SEP-2640 or of the Agent Skills format."""
+
+
+class SkillTooLarge(OriginError):
+    """A skill's entry exceeds the configured per-skill limits. Nothing was fetched."""
+
+    default_hint = (
+        "The skill is larger than this host accepts (see Limits in the configuration). "
+        "Nothing was fetched."
+    )
+
+
+class FrontmatterError(OriginError, ValueError):
+    """A SKILL.md frontmatter block could not be parsed safely."""
+
+
+class InvalidResponse(OriginError):
+    """A server result is malformed or breaks the protocol."""
+
+    exit_code = 6
+
+
+class CapabilityMissing(InvalidResponse):
+    """The server did not declare what the call needs."""
+
+    default_hint = (
+        "The server must declare the io.modelcontextprotocol/skills extension and the "
+        "resources capability (and directoryRead for directory reads)."
+    )
+
+
+class ListingRunaway(InvalidResponse):
+    """A paginated listing did not end within the configured bounds."""
+
+    default_hint = (
+        "The server's listing repeats a cursor or is larger than the configured bounds; "
+        "raise the limits only if you trust the server."
+    )
+
+
+class ResponseTooLarge(InvalidResponse):
+    """A response exceeded a byte cap."""
+
+
+class IntegrityError(OriginError):
+    """Fetched content is not what the listing promised. It was not used."""
+
+    default_hint = (
+        "The content differs from the server's listing: it was tampered with, corrupted, "
+        "or the skill changed. Refresh the skill and review it again."
+    )
+
+
+class SizeMismatch(IntegrityError):
+    """The byte length of a read differs from the entry's ``size``."""
+
+
+class DigestMismatch(IntegrityError):
+    """The SHA-256 digest of a read differs from the entry's ``digest``."""
+
+
+class FrontmatterMismatch(IntegrityError):
+    """A fetched SKILL.md's frontmatter differs from the entry's ``frontmatter``."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        fields: Sequence[str] = (),
+        server: str | None = None,
+        uri: str | None = None,
+    ) -> None:
+        self.fields = tuple(fields)
+        super().__init__(message, server=server, uri=uri)
+
+
+class UnlistedResource(IntegrityError):
+    """A read of a file that the held entry's ``resources`` does not list."""
+
+
+class SkillChanged(IntegrityError):
+    """The skill changed since it was activated; it needs to be reviewed again."""
+
+    default_hint = (
+        "The server now serves different content for this skill. Load it again to review "
+        "and approve the new version."
+    )
+
+
+# --- the exchange failed -----------------------------------------------------------
+
+
+class TransportError(SkillwardError):
+    """The exchange with a server failed: unreachable, timed out, or an error answer."""
+
+    exit_code = 6
+    default_hint = "Check that the server is running and reachable, then retry."
+
+
+class DeadlineExceeded(TransportError):
+    """An operation did not finish within its overall deadline."""
+
+    default_hint = "The server is stalling or too slow; retry, or raise the deadline."
+
+
+class ServerRejected(TransportError):
+    """The server answered with a JSON-RPC error."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: int,
+        server: str | None = None,
+        uri: str | None = None,
+    ) -> None:
+        self.code = code
+        super().__init__(f"{message} (JSON-RPC error {code})", server=server, uri=uri)
+
+
+# --- policy ------------------------------------------------------------------------
+
+
+class PolicyDenied(SkillwardError):
+    """A policy or a gate refused the action."""
+
+    exit_code = 5
+    default_hint = "The host's policy does not allow this; ask the administrator."
+
+
+class UnverifiableSkill(PolicyDenied):
+    """A skill with ``"resources": "dynamic"`` was refused by configuration."""
+
+    default_hint = (
+        "The server marks this skill as dynamic, so its content cannot be verified. "
+        "Allow dynamic skills in the configuration only if you trust the server."
+    )
+
+
+class CrossOriginDenied(PolicyDenied):
+    """A read against another server was refused."""
+
+
+# --- approvals ---------------------------------------------------------------------
+
+
+class ApprovalRequired(SkillwardError):
+    """A person has to approve this before it happens."""
+
+    exit_code = 3
+    default_hint = "Review the skill and approve it, for example with --approve-once."
+
+
+class ApprovalDenied(ApprovalRequired):
+    """The person asked declined, or no one could be asked."""
+
+    default_hint = "The approval was declined. Nothing was loaded."
+
+
+# --- local state -------------------------------------------------------------------
+
+
+class StoreTampered(SkillwardError):
+    """skillward's persistent state failed its integrity checks."""
+
+    exit_code = 4
+    default_hint = (
+        "Local skillward state was modified outside skillward. Stored approvals are not "
+        "trusted until it is reset."
+    )
+
+
+# --- the caller ---------------------------------------------------------------------
+
+
+class UsageError(SkillwardError):
+    """The caller asked for something that cannot be done."""
+
+    exit_code = 2
+
+
+class InvalidUri(UsageError, ValueError):
+    """A string is not an acceptable resource URI or reference."""
+
+
+class ConfigError(UsageError, ValueError):
+    """The configuration is invalid."""
+
+
+class UnknownServer(UsageError):
+    """No server has this label."""
+
+
+class SkillNotFound(UsageError):
+    """No origin serves a skill by this reference."""
+
+
+class AmbiguousName(UsageError):
+    """A bare skill name matches skills from several places."""
+
+    def __init__(self, message: str, *, candidates: Sequence[str]) -> None:
+        self.candidates = tuple(candidates)
+        super().__init__(
+            message,
+            hint="Use one of the qualified names: " + ", ".join(self.candidates),
+        )

@@ -1,0 +1,321 @@
+"""Hardened SKILL.md frontmatter parsing, with YAML 1.2 core-schema semantics.
+
+A SKILL.md starts with a ``---`` line, a YAML block, and a closing ``---`` line.
+The block comes from an untrusted origin, so this parser:
+
+* finds both delimiters as whole lines (a UTF-8 BOM and CRLF line ends are
+  accepted), and refuses a block larger than the byte cap before parsing it;
+* reads only YAML's event stream (PyYAML's syntax parser) and builds values
+  itself, so no constructor, tag or Python object is ever involved;
+* refuses anchors, aliases, tags, directives, duplicate keys, non-string keys and
+  more than one document, and caps nesting depth and node count as events
+  arrive, so hostile input stops early with bounded memory;
+* resolves plain scalars by the YAML 1.2 core schema into JSON types only:
+  ``yes`` stays a string, dates stay strings, and ``.nan``/``.inf`` are refused
+  because JSON cannot carry them.
+
+Everything it raises is a :class:`~skillward.errors.FrontmatterError`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from skillward.config import Limits
+from skillward.errors import FrontmatterError, FrontmatterMismatch
+
+__all__ = [
+    "JsonValue",
+    "SkillDocument",
+    "check_frontmatter",
+    "diff_frontmatter",
+    "json_equal",
+    "parse_skill_md",
+]
+
+JsonValue = None | bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"]
+
+_BOM = b"\xef\xbb\xbf"
+_DELIMITER = b"---"
+
+_NULL_RE = re.compile(r"(?:~|null|Null|NULL|)\Z")
+_TRUE_RE = re.compile(r"(?:true|True|TRUE)\Z")
+_FALSE_RE = re.compile(r"(?:false|False|FALSE)\Z")
+_INT_RE = re.compile(r"[-+]?[0-9]+\Z")
+_OCT_RE = re.compile(r"0o[0-7]+\Z")
+_HEX_RE = re.compile(r"0x[0-9a-fA-F]+\Z")
+_FLOAT_RE = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?\Z")
+_SPECIAL_FLOAT_RE = re.compile(r"[-+]?\.(?:inf|Inf|INF)\Z|\.(?:nan|NaN|NAN)\Z")
+# Longer numerals are refused rather than converted: int() on them is quadratic.
+_MAX_NUMERAL_CHARS = 1000
+
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass(frozen=True, slots=True)
+class SkillDocument:
+    """A SKILL.md split into its parsed frontmatter and its Markdown body."""
+
+    frontmatter: dict[str, JsonValue]
+    body: str
+
+
+def parse_skill_md(
+    data: bytes,
+    *,
+    limits: Limits | None = None,
+    server: str | None = None,
+    uri: str | None = None,
+) -> SkillDocument:
+    """Split and parse a SKILL.md, or raise :class:`~skillward.errors.FrontmatterError`."""
+    limits = limits or Limits()
+    try:
+        block, body = _split(data, limits.max_frontmatter_bytes)
+        text = _decode(block, "frontmatter")
+        frontmatter = _build(text, limits)
+        return SkillDocument(frontmatter=frontmatter, body=_decode(body, "body"))
+    except FrontmatterError as error:
+        raise error.with_context(server=server, uri=uri) from None
+
+
+def _split(data: bytes, max_block: int) -> tuple[bytes, bytes]:
+    if not isinstance(data, bytes):
+        raise FrontmatterError("SKILL.md content must be bytes")
+    start = len(_BOM) if data.startswith(_BOM) else 0
+    first = _line_end(data, start, start + len(_DELIMITER) + 2)
+    if first is None or data[start : first[0]] != _DELIMITER:
+        raise FrontmatterError("SKILL.md must begin with a '---' line")
+    block_start = first[1]
+    # The closing line must start within max_block bytes; nothing past it is scanned.
+    limit = block_start + max_block
+    pos = block_start
+    while pos <= limit:
+        line = _line_end(data, pos, limit + len(_DELIMITER) + 2)
+        if line is None:
+            if len(data) - pos == len(_DELIMITER) and data.endswith(_DELIMITER):
+                return data[block_start:pos], b""
+            break
+        content_end, next_start = line
+        if data[pos:content_end] == _DELIMITER:
+            return data[block_start:pos], data[next_start:]
+        pos = next_start
+    if len(data) > limit:
+        raise FrontmatterError(
+            f"no closing '---' line within {max_block} bytes: "
+            "the frontmatter is too large or unterminated"
+        )
+    raise FrontmatterError("frontmatter has no closing '---' line")
+
+
+def _line_end(data: bytes, pos: int, stop: int) -> tuple[int, int] | None:
+    """(end of the line's content, start of the next line), or None: no newline before stop."""
+    newline = data.find(b"\n", pos, stop)
+    if newline < 0:
+        return None
+    content_end = newline - 1 if newline > pos and data[newline - 1] == 0x0D else newline
+    return content_end, newline + 1
+
+
+def _decode(raw: bytes, what: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FrontmatterError(f"SKILL.md {what} is not valid UTF-8 (byte {exc.start})") from None
+
+
+class _Builder:
+    """Builds JSON values from YAML events under depth and node caps."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.max_depth = limits.max_frontmatter_depth
+        self.max_nodes = limits.max_frontmatter_nodes
+        self.nodes = 0
+
+    def count(self) -> None:
+        self.nodes += 1
+        if self.nodes > self.max_nodes:
+            raise FrontmatterError(f"frontmatter has more than {self.max_nodes} nodes")
+
+
+def _build(text: str, limits: Limits) -> dict[str, JsonValue]:
+    loader = _Loader(text)
+    try:
+        return _consume(loader, _Builder(limits))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = str(getattr(exc, "problem", None) or type(exc).__name__)
+        if "nesting depth" in problem:  # libyaml's own cap can trip before ours
+            raise FrontmatterError("frontmatter nests deeper than the parser allows") from None
+        raise FrontmatterError(f"frontmatter is not valid YAML{where}: {problem}") from None
+    except RecursionError:
+        raise FrontmatterError("frontmatter nests too deeply") from None
+    finally:
+        loader.dispose()
+
+
+def _consume(loader: yaml.SafeLoader, builder: _Builder) -> dict[str, JsonValue]:
+    _expect(loader, yaml.StreamStartEvent)
+    if loader.check_event(yaml.StreamEndEvent):
+        raise FrontmatterError("frontmatter is empty; it must be a mapping")
+    start = _expect(loader, yaml.DocumentStartEvent)
+    if start.explicit or start.version is not None or start.tags:
+        raise FrontmatterError("YAML directives and document markers are not allowed")
+    root = _value(loader, builder, depth=0)
+    if not isinstance(root, dict):
+        raise FrontmatterError("frontmatter must be a mapping")
+    end = _expect(loader, yaml.DocumentEndEvent)
+    if end.explicit:
+        raise FrontmatterError("YAML document markers are not allowed")
+    if not loader.check_event(yaml.StreamEndEvent):
+        raise FrontmatterError("frontmatter must hold exactly one YAML document")
+    return root
+
+
+def _next(loader: yaml.SafeLoader) -> yaml.Event:
+    event: yaml.Event = loader.get_event()  # type: ignore[no-untyped-call]
+    return event
+
+
+def _expect(loader: yaml.SafeLoader, kind: type[yaml.Event]) -> Any:
+    event = _next(loader)
+    if not isinstance(event, kind):
+        raise FrontmatterError(f"unexpected YAML {type(event).__name__}")
+    return event
+
+
+def _value(loader: yaml.SafeLoader, builder: _Builder, *, depth: int) -> JsonValue:
+    event = _next(loader)
+    if isinstance(event, yaml.AliasEvent):
+        raise FrontmatterError("YAML aliases are not allowed")
+    if not isinstance(event, yaml.NodeEvent):
+        raise FrontmatterError(f"unexpected YAML {type(event).__name__}")
+    if event.anchor is not None:
+        raise FrontmatterError("YAML anchors are not allowed")
+    tag = getattr(event, "tag", None)
+    if tag is not None:
+        raise FrontmatterError(f"YAML tags are not allowed (found {str(tag)[:80]!r})")
+    builder.count()
+    if isinstance(event, yaml.ScalarEvent):
+        return _scalar(event)
+    if depth >= builder.max_depth:
+        raise FrontmatterError(f"frontmatter nests deeper than {builder.max_depth} levels")
+    if isinstance(event, yaml.SequenceStartEvent):
+        items: list[JsonValue] = []
+        while not loader.check_event(yaml.SequenceEndEvent):
+            items.append(_value(loader, builder, depth=depth + 1))
+        _next(loader)
+        return items
+    if isinstance(event, yaml.MappingStartEvent):
+        mapping: dict[str, JsonValue] = {}
+        while not loader.check_event(yaml.MappingEndEvent):
+            key = _value(loader, builder, depth=depth + 1)
+            if not isinstance(key, str):
+                raise FrontmatterError(f"mapping keys must be strings, not {_kind(key)}")
+            if key in mapping:
+                raise FrontmatterError(f"duplicate key {key[:80]!r}")
+            mapping[key] = _value(loader, builder, depth=depth + 1)
+        _next(loader)
+        return mapping
+    raise FrontmatterError(f"unexpected YAML {type(event).__name__}")  # pragma: no cover
+
+
+def _scalar(event: yaml.ScalarEvent) -> JsonValue:
+    value: str = event.value
+    if event.style:
+        return value  # quoted or block scalars are always strings (libyaml says '' for plain)
+    if _NULL_RE.match(value):
+        return None
+    if _TRUE_RE.match(value):
+        return True
+    if _FALSE_RE.match(value):
+        return False
+    if len(value) <= _MAX_NUMERAL_CHARS:
+        if _INT_RE.match(value):
+            return int(value, 10)
+        if _OCT_RE.match(value):
+            return int(value[2:], 8)
+        if _HEX_RE.match(value):
+            return int(value[2:], 16)
+        if _FLOAT_RE.match(value):
+            number = float(value)
+            if math.isinf(number):
+                raise FrontmatterError(f"number {value[:40]!r} is out of range for JSON")
+            return number
+    elif _INT_RE.match(value) or _FLOAT_RE.match(value):
+        raise FrontmatterError(f"numeral longer than {_MAX_NUMERAL_CHARS} characters")
+    if _SPECIAL_FLOAT_RE.match(value):
+        raise FrontmatterError(f"{value!r} is not representable in JSON")
+    return value
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number"}.get(
+        type(value), type(value).__name__
+    )
+
+
+# --- comparison against a listing ----------------------------------------------------
+
+
+def json_equal(left: object, right: object) -> bool:
+    """Equality of two JSON values as JSON defines it.
+
+    Numbers compare by value (``1 == 1.0``, as in JavaScript), but booleans are
+    never numbers, and strings compare exactly, without normalisation.
+    """
+    if isinstance(left, bool) or isinstance(right, bool):
+        return type(left) is type(right) and left == right
+    if isinstance(left, int | float) and isinstance(right, int | float):
+        return left == right
+    if isinstance(left, str) or isinstance(right, str):
+        return type(left) is type(right) and left == right
+    if left is None or right is None:
+        return left is right
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(
+            json_equal(a, b) for a, b in zip(left, right, strict=True)
+        )
+    if isinstance(left, Mapping) and isinstance(right, Mapping):
+        return left.keys() == right.keys() and all(json_equal(left[k], right[k]) for k in left)
+    return False
+
+
+def diff_frontmatter(parsed: Mapping[str, object], listed: Mapping[str, object]) -> tuple[str, ...]:
+    """Top-level fields whose values differ (missing on one side counts), sorted."""
+    keys = set(parsed) | set(listed)
+    return tuple(
+        sorted(
+            key
+            for key in keys
+            if key not in parsed or key not in listed or not json_equal(parsed[key], listed[key])
+        )
+    )
+
+
+def check_frontmatter(
+    parsed: Mapping[str, object],
+    listed: Mapping[str, object],
+    *,
+    server: str | None = None,
+    uri: str | None = None,
+) -> None:
+    """Raise :class:`~skillward.errors.FrontmatterMismatch` unless the two are identical."""
+    fields = diff_frontmatter(parsed, listed)
+    if fields:
+        shown = ", ".join(repr(f[:64]) for f in fields[:10])
+        more = f" and {len(fields) - 10} more" if len(fields) > 10 else ""
+        raise FrontmatterMismatch(
+            f"SKILL.md frontmatter differs from the listing in {shown}{more}",
+            fields=fields,
+            server=server,
+            uri=uri,
+        )

@@ -1,0 +1,78 @@
+"""Layering rules from docs/architecture.md, checked on the source."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import skillward
+
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "skillward"
+
+# Third-party libraries each confined to the modules named here.
+CONFINED = {
+    "mcp": {"client.py", "server.py"},
+    "keyring": {"_keys.py"},
+    "platformdirs": {"_dirs.py"},
+    "rich": {"prompts.py"},
+    "yaml": {"frontmatter.py"},
+}
+# The verifier core takes bytes and returns verified objects: no I/O of any kind.
+PURE = {"errors.py", "config.py", "uris.py", "wire.py", "frontmatter.py", "verify.py"}
+IO_MODULES = {
+    "os",
+    "io",
+    "pathlib",
+    "socket",
+    "subprocess",
+    "shutil",
+    "tempfile",
+    "asyncio",
+    "anyio",
+    "httpx",
+    "mcp",
+    "keyring",
+    "platformdirs",
+    "rich",
+    "urllib",
+    "http",
+    "sys",
+}
+
+
+def imports_of(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_third_party_libraries_stay_in_their_one_module(path: Path) -> None:
+    used = imports_of(path)
+    for library, allowed in CONFINED.items():
+        if library in used:
+            assert path.name in allowed, (
+                f"{path.name} imports {library}; only {sorted(allowed)} may"
+            )
+            assert path.parent == PACKAGE
+
+
+@pytest.mark.parametrize("name", sorted(n for n in PURE if (PACKAGE / n).exists()))
+def test_verifier_core_does_no_io(name: str) -> None:
+    assert not imports_of(PACKAGE / name) & IO_MODULES
+
+
+def test_public_api_has_an_explicit_all() -> None:
+    assert skillward.__all__
+    for name in skillward.__all__:
+        assert hasattr(skillward, name), name

@@ -1,0 +1,318 @@
+"""SKILL.md frontmatter: YAML 1.2 core semantics, hostile input, and comparison."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import tracemalloc
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from skillward.config import Limits
+from skillward.errors import FrontmatterError, FrontmatterMismatch
+from skillward.frontmatter import (
+    check_frontmatter,
+    diff_frontmatter,
+    json_equal,
+    parse_skill_md,
+)
+
+pytestmark = pytest.mark.threat("T12")
+
+
+def md(block: str, body: str = "# Body\n") -> bytes:
+    return f"---\n{block}---\n{body}".encode()
+
+
+def test_minimal_skill_md_parses_into_frontmatter_and_body() -> None:
+    doc = parse_skill_md(md("name: pdf\ndescription: Work with PDFs\n"))
+    assert doc.frontmatter == {"name": "pdf", "description": "Work with PDFs"}
+    assert doc.body == "# Body\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("yes", "yes"),
+        ("no", "no"),
+        ("on", "on"),
+        ("y", "y"),
+        ("2001-12-14", "2001-12-14"),
+        ("2001-12-14t21:59:43.10-05:00", "2001-12-14t21:59:43.10-05:00"),
+        ("true", True),
+        ("False", False),
+        ("TRUE", True),
+        ("null", None),
+        ("~", None),
+        ("", None),
+        ("42", 42),
+        ("-7", -7),
+        ("+12", 12),
+        ("012", 12),
+        ("0o17", 15),
+        ("0x1F", 31),
+        ("1.5", 1.5),
+        ("-.5e3", -500.0),
+        ("1_000", "1_000"),
+        ("0b101", "0b101"),
+        ("1:20", "1:20"),
+        ("'42'", "42"),
+        ('"true"', "true"),
+        ("1.0.0", "1.0.0"),
+    ],
+)
+def test_plain_scalars_resolve_by_the_yaml_1_2_core_schema(text: str, value: object) -> None:
+    doc = parse_skill_md(md(f"name: x\nv: {text}\n"))
+    assert doc.frontmatter["v"] == value
+    assert type(doc.frontmatter["v"]) is type(value)
+
+
+def test_block_and_quoted_scalars_stay_strings() -> None:
+    doc = parse_skill_md(md("a: |\n  true\n  12\nb: >-\n  null\nc: 'yes'\n"))
+    assert doc.frontmatter == {"a": "true\n12\n", "b": "null", "c": "yes"}
+
+
+def test_nested_metadata_and_lists_become_json() -> None:
+    doc = parse_skill_md(md("metadata:\n  author: me\n  version: '1.0'\nlist: [1, a, {b: c}]\n"))
+    assert doc.frontmatter == {
+        "metadata": {"author": "me", "version": "1.0"},
+        "list": [1, "a", {"b": "c"}],
+    }
+
+
+def test_bom_and_crlf_are_accepted() -> None:
+    doc = parse_skill_md(b"\xef\xbb\xbf---\r\nname: x\r\ndescription: d\r\n---\r\nbody\r\n")
+    assert doc.frontmatter == {"name": "x", "description": "d"}
+    assert doc.body == "body\r\n"
+
+
+def test_closing_delimiter_at_end_of_file_without_newline() -> None:
+    assert parse_skill_md(b"---\nname: x\n---").body == ""
+
+
+def test_dashes_inside_a_value_do_not_close_the_block() -> None:
+    doc = parse_skill_md(md("description: before --- after\nnote: |\n  ---\n  still text\n"))
+    assert doc.frontmatter["description"] == "before --- after"
+    assert doc.frontmatter["note"] == "---\nstill text\n"
+
+
+def test_body_may_contain_further_delimiter_lines() -> None:
+    doc = parse_skill_md(md("name: x\n", body="text\n---\nmore\n"))
+    assert doc.body == "text\n---\nmore\n"
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"name: x\n", "must begin"),
+        (b"--- \nname: x\n---\n", "must begin"),
+        (b"----\nname: x\n---\n", "must begin"),
+        (b"\n---\nname: x\n---\n", "must begin"),
+        (b"---\nname: x\n", "no closing"),
+        (b"---\nname: x ---\n", "no closing"),
+        (b"---\nname: x\n---trailing\n", "no closing"),
+        (b"---\nname: x\n ---\n", "no closing"),
+        (b"---\n---\n", "empty"),
+        (b"---\n- a\n- b\n---\n", "mapping"),
+        (b"---\njust a string\n---\n", "mapping"),
+        (b"---\na: 1\na: 2\n---\n", "duplicate key"),
+        (b"---\na: 1\n'a': 2\n---\n", "duplicate key"),
+        (b"---\n1: one\n---\n", "keys must be strings"),
+        (b"---\ntrue: yes\n---\n", "keys must be strings"),
+        (b"---\n? [a]\n: b\n---\n", "keys must be strings"),
+        (b"---\nnull: x\n---\n", "keys must be strings"),
+        (b"---\na: &x 1\n---\n", "anchors"),
+        (b"---\na: !!str 1\n---\n", "tags"),
+        (b"---\na: !custom 1\n---\n", "tags"),
+        (b"---\na: ! 1\n---\n", "tags"),
+        (b"---\n!!map {a: 1}\n---\n", "tags"),
+        (b"---\na: .nan\n---\n", "JSON"),
+        (b"---\na: .inf\n---\n", "JSON"),
+        (b"---\na: -.Inf\n---\n", "JSON"),
+        (b"---\na: 1e400\n---\n", "out of range"),
+        (b"---\na: [1, 2\n---\n", "not valid YAML"),
+        (b"---\na: 'open\n---\n", "not valid YAML"),
+        (b"---\na: 1\n...\nb: 2\n---\n", "document"),
+        (b"---\n%YAML 1.2\n--- \na: 1\n---\n", "not valid YAML|directives"),
+        (b"---\n\xff\xfe: x\n---\n", "UTF-8"),
+        (b"---\nname: \xc3\x28\n---\n", "UTF-8"),
+    ],
+)
+def test_unacceptable_frontmatter_raises_the_typed_error(data: bytes, reason: str) -> None:
+    with pytest.raises(FrontmatterError, match=reason):
+        parse_skill_md(data)
+
+
+def test_quoted_string_spanning_a_delimiter_line_is_refused() -> None:
+    with pytest.raises(FrontmatterError, match="not valid YAML"):
+        parse_skill_md(b'---\ndescription: "first\n---\nsecond"\n---\nbody\n')
+
+
+def test_invalid_utf8_in_the_body_is_refused() -> None:
+    with pytest.raises(FrontmatterError, match="body is not valid UTF-8"):
+        parse_skill_md(b"---\nname: x\n---\n\xff\n")
+
+
+def test_non_bytes_input_is_refused_with_the_typed_error() -> None:
+    with pytest.raises(FrontmatterError):
+        parse_skill_md("---\nname: x\n---\n")  # type: ignore[arg-type]
+
+
+def test_errors_name_the_server_and_uri_when_given() -> None:
+    with pytest.raises(FrontmatterError) as info:
+        parse_skill_md(b"nope", server="acme", uri="skill://x/SKILL.md")
+    assert info.value.server == "acme"
+    assert info.value.uri == "skill://x/SKILL.md"
+    assert "server 'acme': skill://x/SKILL.md:" in str(info.value)
+
+
+# --- hostile input: each must fail fast, with bounded memory ---------------------------
+
+
+def _assert_refused_quickly(data: bytes, reason: str) -> None:
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        with pytest.raises(FrontmatterError, match=reason):
+            parse_skill_md(data)
+        elapsed = time.perf_counter() - started
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # A generous ceiling that only catches pathological behaviour, not a timing test.
+    assert elapsed < 1.0, f"took {elapsed:.2f}s"
+    assert peak < 8 * 1024 * 1024, f"peak Python allocation {peak} bytes"
+
+
+def test_billion_laughs_alias_bomb_is_refused_at_the_first_anchor() -> None:
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, 10):
+        refs = ",".join([f"*a{i - 1}"] * 9)
+        lines.append(f"a{i}: &a{i} [{refs}]")
+    _assert_refused_quickly(md("\n".join(lines) + "\n"), "anchors")
+
+
+def test_alias_without_anchor_is_refused() -> None:
+    _assert_refused_quickly(md("a: *nothing\n"), "aliases|not valid YAML")
+
+
+def test_two_megabyte_frontmatter_is_refused_before_parsing() -> None:
+    block = "description: " + "x" * (2 * 1024 * 1024) + "\n"
+    _assert_refused_quickly(md(block), "too large")
+
+
+def test_two_megabyte_unterminated_frontmatter_is_refused() -> None:
+    _assert_refused_quickly(b"---\n" + b"a: b\n" * 400_000, "too large|no closing")
+
+
+def test_nesting_five_thousand_deep_is_refused() -> None:
+    _assert_refused_quickly(md("a: " + "[" * 5000 + "]" * 5000 + "\n"), "nests deeper")
+
+
+def test_nesting_five_thousand_deep_mappings_is_refused() -> None:
+    _assert_refused_quickly(md("a: " + "{b: " * 5000 + "c" + "}" * 5000 + "\n"), "nests deeper")
+
+
+def test_python_object_tag_is_refused() -> None:
+    _assert_refused_quickly(
+        md("name: !!python/object/apply:os.system ['echo pwned']\n"), "tags are not allowed"
+    )
+
+
+def test_many_nodes_are_refused_while_parsing() -> None:
+    _assert_refused_quickly(md("a: [" + ",".join(["1"] * 10_000) + "]\n"), "more than 4096 nodes")
+
+
+def test_huge_numeral_is_refused() -> None:
+    _assert_refused_quickly(md("a: " + "9" * 5000 + "\n"), "numeral longer")
+
+
+def test_limits_come_from_the_config_object() -> None:
+    strict = Limits(max_frontmatter_bytes=16, max_frontmatter_depth=1)
+    with pytest.raises(FrontmatterError, match="16 bytes"):
+        parse_skill_md(md("description: more than sixteen bytes\n"), limits=strict)
+    with pytest.raises(FrontmatterError, match="nests deeper than 1"):
+        parse_skill_md(md("a: [[1]]\n"), limits=strict)
+
+
+@given(st.binary(max_size=300))
+def test_no_byte_input_crashes_the_parser(data: bytes) -> None:
+    with contextlib.suppress(FrontmatterError):
+        parse_skill_md(data)
+
+
+_YAMLISH = st.lists(
+    st.sampled_from(
+        [*list("abc:-[]{},'\"&*!?|>#%@`\n\t \\0.~"), "---\n", "\r\n", "yes", "!!python/object"]
+    ),
+    max_size=60,
+).map("".join)
+
+
+@given(_YAMLISH)
+def test_no_yaml_like_text_crashes_the_parser(block: str) -> None:
+    try:
+        doc = parse_skill_md(f"---\n{block}\n---\n".encode())
+    except FrontmatterError:
+        return
+    assert isinstance(doc.frontmatter, dict)
+    assert all(isinstance(key, str) for key in doc.frontmatter)
+
+
+# --- comparison -------------------------------------------------------------------------
+
+
+def test_identical_frontmatter_has_no_differences() -> None:
+    listed = {"name": "x", "description": "d", "metadata": {"v": "1"}, "n": 1}
+    parsed = parse_skill_md(md("name: x\ndescription: d\nmetadata: {v: '1'}\nn: 1.0\n"))
+    assert diff_frontmatter(parsed.frontmatter, listed) == ()
+    check_frontmatter(parsed.frontmatter, listed)
+
+
+PARSED = {"name": "x", "description": "d", "v": "yes"}
+
+
+@pytest.mark.threat("T7")
+@pytest.mark.parametrize(
+    ("listed", "fields"),
+    [
+        ({"name": "x", "description": "other", "v": "yes"}, ("description",)),
+        ({"name": "x", "v": "yes"}, ("description",)),
+        ({**PARSED, "allowed-tools": "Bash"}, ("allowed-tools",)),
+        ({**PARSED, "v": True}, ("v",)),
+        ({**PARSED, "v": 1}, ("v",)),
+        ({"name": "x", "description": "d"}, ("v",)),
+        ({"name": "y", "description": "e", "v": "yes"}, ("description", "name")),
+    ],
+)
+def test_differing_fields_are_reported_by_name(
+    listed: dict[str, object], fields: tuple[str, ...]
+) -> None:
+    assert diff_frontmatter(PARSED, listed) == fields
+    with pytest.raises(FrontmatterMismatch) as info:
+        check_frontmatter(PARSED, listed, server="acme", uri="skill://x/SKILL.md")
+    assert info.value.fields == fields
+    assert info.value.server == "acme"
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "equal"),
+    [
+        (1, 1.0, True),
+        (True, 1, False),
+        (False, 0, False),
+        (None, None, True),
+        (None, "", False),
+        ("é", "e\u0301", False),
+        ([1, "a"], [1, "a"], True),
+        ([1], [1, 1], False),
+        ({"a": [1]}, {"a": [1.0]}, True),
+        ({"a": 1}, {"b": 1}, False),
+        ("1", 1, False),
+    ],
+)
+def test_json_equality_follows_json_not_python(left: object, right: object, equal: bool) -> None:
+    assert json_equal(left, right) is equal
+    assert json_equal(right, left) is equal
