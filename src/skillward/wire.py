@@ -58,6 +58,7 @@ __all__ = [
     "SkillsCapability",
     "SkillsPage",
     "check_skill_name",
+    "lint_frontmatter",
     "parse_entry",
     "parse_skills_page",
 ]
@@ -81,6 +82,37 @@ def check_skill_name(name: str) -> str:
             "hyphens, not starting or ending with a hyphen"
         )
     return name
+
+
+def lint_frontmatter(frontmatter: Mapping[str, object]) -> None:
+    """Check a parsed frontmatter against the Agent Skills format; raise ValueError.
+
+    Beyond ``name`` and ``description``: ``compatibility`` is 1-500 characters,
+    ``metadata`` maps strings to strings, and ``license`` and ``allowed-tools``
+    are strings. Unknown fields are allowed.
+    """
+    name = frontmatter.get("name")
+    if not isinstance(name, str):
+        raise ValueError("frontmatter needs a string 'name'")  # noqa: TRY004 (one error type)
+    check_skill_name(name)
+    description = frontmatter.get("description")
+    if not isinstance(description, str):
+        raise ValueError("frontmatter needs a string 'description'")  # noqa: TRY004
+    _check_description(description)
+    compatibility = frontmatter.get("compatibility")
+    if compatibility is not None and (
+        not isinstance(compatibility, str) or not 1 <= len(compatibility) <= 500
+    ):
+        raise ValueError("compatibility must be a string of 1-500 characters")
+    metadata = frontmatter.get("metadata")
+    if metadata is not None and (
+        not isinstance(metadata, dict)
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())
+    ):
+        raise ValueError("metadata must map strings to strings")
+    for key in ("license", "allowed-tools"):
+        if key in frontmatter and not isinstance(frontmatter[key], str):
+            raise ValueError(f"{key} must be a string")
 
 
 def _check_description(text: str) -> str:

@@ -1,0 +1,540 @@
+"""``skillward serve``: a reference SEP-2640 skills server on the mcp SDK.
+
+It serves a directory tree of skills (every folder holding a ``SKILL.md``,
+nested paths allowed) as ``skill://`` resources, with ``skills/list``,
+``skills/get``, ``resources/list``, ``resources/read`` and
+``resources/directory/read``, over stdio or streamable HTTP, in both protocol
+eras (2026-07-28 ``server/discover`` and the legacy 2025-11-25 ``initialize``).
+
+The catalog is a snapshot taken when the server is built: digests and sizes are
+computed from the raw bytes then, and exactly those bytes are served. Skills that
+break the Agent Skills rules or SEP-2640's invariants are refused with a reason.
+
+Python use::
+
+    skills = SkillsServer(name="acme-skills")
+
+    @skills.skill("acme/billing/refunds")
+    def refunds() -> Path:
+        return Path("./skills/refunds")
+
+    server = skills.build()                     # an mcp low-level Server
+    server = build_skills_server("./skills")    # or: serve a whole tree
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import logging
+import mimetypes
+import os
+import stat
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import uvicorn
+from mcp.server import Server
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from skillward._tree import TreeLimits, encode_segment, find_skill_dirs, walk_files
+from skillward.config import Limits
+from skillward.errors import FrontmatterError, InvalidEntry, SkillTooLarge
+from skillward.frontmatter import parse_skill_md
+from skillward.uris import SKILL_FILE
+from skillward.wire import DIRECTORY_MIME_TYPE, EXTENSION_ID, lint_frontmatter, parse_entry
+
+__all__ = [
+    "ServedFile",
+    "ServedSkill",
+    "SkillCatalog",
+    "SkillsServer",
+    "build_server",
+    "build_skills_server",
+    "example_skills_dir",
+    "serve_http",
+    "serve_stdio",
+]
+
+logger = logging.getLogger(__name__)
+
+_DEFAULT_PAGE_SIZE = 50
+_TTL_MS = 60_000
+
+
+def example_skills_dir() -> Path:
+    """The example skills bundled with skillward (used by ``skillward demo``)."""
+    return Path(__file__).parent / "examples"
+
+
+def _digest(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _mime_type(name: str) -> str:
+    if name.endswith(".md"):
+        return "text/markdown"
+    guessed, _ = mimetypes.guess_type(name, strict=False)
+    return guessed or "application/octet-stream"
+
+
+@dataclass(frozen=True, slots=True)
+class ServedFile:
+    """One file as served: its URI, exact bytes, digest and MIME type."""
+
+    uri: str
+    name: str
+    data: bytes
+    digest: str
+    mime_type: str
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+
+@dataclass(frozen=True, slots=True)
+class ServedSkill:
+    """One skill as served: its SKILL.md URI, verbatim frontmatter and files."""
+
+    uri: str
+    frontmatter: Mapping[str, Any]
+    files: tuple[ServedFile, ...]
+    listed: bool = True
+
+    @property
+    def name(self) -> str:
+        return str(self.frontmatter["name"])
+
+    @property
+    def description(self) -> str:
+        return str(self.frontmatter["description"])
+
+    def entry(self) -> dict[str, Any]:
+        """The SEP-2640 entry, as sent on the wire."""
+        return {
+            "uri": self.uri,
+            "frontmatter": dict(self.frontmatter),
+            "resources": [{"uri": f.uri, "digest": f.digest, "size": f.size} for f in self.files],
+        }
+
+
+def _read_regular_file(path: Path, max_bytes: int) -> bytes:
+    """Read a regular file without following a symlink, refusing more than max_bytes."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{path} is not a regular file")
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise OSError(f"{path} is larger than {max_bytes} bytes")
+    return data
+
+
+@dataclass
+class SkillCatalog:
+    """An immutable-once-served snapshot of the skills a server publishes."""
+
+    scheme: str = "skill"
+    limits: Limits = field(default_factory=Limits)
+    skills: dict[str, ServedSkill] = field(default_factory=dict)
+    files: dict[str, ServedFile] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_directory(
+        cls, root: Path | str, *, unlisted: Collection[str] = (), limits: Limits | None = None
+    ) -> SkillCatalog:
+        """Scan ``root`` for skills. ``unlisted`` skill paths are served but not listed."""
+        catalog = cls(limits=limits or Limits())
+        catalog.add_tree(Path(root), unlisted=unlisted)
+        return catalog
+
+    def add_tree(self, root: Path, *, unlisted: Collection[str] = ()) -> None:
+        root = root.resolve()
+        try:
+            found, notes = find_skill_dirs(root)
+        except (OSError, OverflowError) as exc:
+            self.problems.append(f"{root}: cannot scan: {exc}")
+            return
+        self.problems.extend(notes)
+        for parts, directory in found:
+            # A tree whose root is itself a skill publishes it under the root's name.
+            skill_parts = parts or (root.name,)
+            skill_path = "/".join(skill_parts)
+            self.add_skill(skill_path, directory, listed=skill_path not in unlisted)
+
+    def add_skill(self, skill_path: str, directory: Path, *, listed: bool = True) -> bool:
+        """Add the skill in ``directory`` at ``skill_path``; record why when refused."""
+        where = f"{directory} ({self.scheme}://{skill_path})"
+        try:
+            skill = self._load_skill(skill_path.strip("/").split("/"), directory, listed=listed)
+        except (ValueError, OSError, OverflowError) as exc:
+            self.problems.append(f"{where}: refused: {exc}")
+            return False
+        except (InvalidEntry, SkillTooLarge, FrontmatterError) as exc:
+            self.problems.append(f"{where}: refused: {exc.message}")
+            return False
+        if skill.uri in self.skills:
+            self.problems.append(f"{where}: refused: {skill.uri} is already served")
+            return False
+        self.skills[skill.uri] = skill
+        for served in skill.files:
+            self.files.setdefault(served.uri, served)
+        return True
+
+    def _load_skill(self, segments: list[str], directory: Path, *, listed: bool) -> ServedSkill:
+        root_uri = f"{self.scheme}://" + "/".join(encode_segment(s) for s in segments)
+        budget = self.limits.max_skill_bytes
+        paths, notes = walk_files(
+            directory, limits=TreeLimits(max_entries=self.limits.max_skill_files * 4)
+        )
+        self.problems.extend(notes)
+        if len(paths) > self.limits.max_skill_files:
+            raise SkillTooLarge(
+                f"{len(paths)} files; at most {self.limits.max_skill_files} are allowed"
+            )
+        files: list[ServedFile] = []
+        for parts, path in paths:
+            data = _read_regular_file(path, budget)
+            budget -= len(data)
+            uri = root_uri + "/" + "/".join(encode_segment(p) for p in parts)
+            files.append(ServedFile(uri, parts[-1], data, _digest(data), _mime_type(parts[-1])))
+        skill_md = next((f for f in files if f.uri == f"{root_uri}/{SKILL_FILE}"), None)
+        if skill_md is None:
+            raise ValueError(f"no regular {SKILL_FILE}")
+        document = parse_skill_md(skill_md.data, limits=self.limits)
+        lint_frontmatter(document.frontmatter)
+        skill = ServedSkill(skill_md.uri, document.frontmatter, tuple(files), listed)
+        # The same checks any host applies: name equals the final segment, limits, ...
+        parse_entry(skill.entry(), limits=self.limits)
+        return skill
+
+    # --- queries ------------------------------------------------------------------------
+
+    def listed(self) -> list[ServedSkill]:
+        return [self.skills[uri] for uri in sorted(self.skills) if self.skills[uri].listed]
+
+    def directory_children(self, uri: str) -> list[tuple[str, str, str | None]] | None:
+        """Direct children of directory ``uri`` as (uri, name, mime type), or None."""
+        prefix = uri + "/"
+        children: dict[str, tuple[str, str, str | None]] = {}
+        for file_uri, served in self.files.items():
+            if not file_uri.startswith(prefix):
+                continue
+            head, slash, _ = file_uri[len(prefix) :].partition("/")
+            if slash:
+                children[prefix + head] = (prefix + head, head, DIRECTORY_MIME_TYPE)
+            else:
+                children[file_uri] = (file_uri, served.name, served.mime_type)
+        if not children:
+            return None
+        return [children[key] for key in sorted(children)]
+
+
+# --- the mcp server ---------------------------------------------------------------------
+
+
+class SkillsListParams(types.RequestParams):
+    cursor: str | None = None
+
+
+class SkillsGetParams(types.RequestParams):
+    uri: str
+
+
+class DirectoryReadParams(types.RequestParams):
+    uri: str
+    cursor: str | None = None
+
+
+def _invalid(message: str) -> MCPError:
+    return MCPError(code=types.INVALID_PARAMS, message=message)
+
+
+def _encode_cursor(kind: str, offset: int) -> str:
+    return base64.urlsafe_b64encode(f"{kind}:{offset}".encode()).decode("ascii")
+
+
+def _decode_cursor(kind: str, cursor: str | None, total: int) -> int:
+    if cursor is None:
+        return 0
+    try:
+        text = base64.urlsafe_b64decode(cursor.encode("ascii")).decode("ascii")
+        found_kind, _, offset_text = text.rpartition(":")
+        offset = int(offset_text)
+    except (ValueError, binascii.Error, UnicodeError):
+        raise _invalid("invalid cursor") from None
+    if found_kind != kind or not 0 < offset < total:
+        raise _invalid("invalid cursor")
+    return offset
+
+
+def _page(
+    kind: str, items: list[Any], cursor: str | None, size: int
+) -> tuple[list[Any], str | None]:
+    start = _decode_cursor(kind, cursor, len(items))
+    end = start + size
+    return items[start:end], (_encode_cursor(kind, end) if end < len(items) else None)
+
+
+def _is_modern(ctx: ServerRequestContext[Any, Any]) -> bool:
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+def _with_cache_hints(
+    ctx: ServerRequestContext[Any, Any], result: dict[str, Any]
+) -> dict[str, Any]:
+    # ttlMs/cacheScope exist only on the 2026-07-28 wire; the SDK cannot add them here.
+    if _is_modern(ctx):
+        result["ttlMs"] = _TTL_MS
+        result["cacheScope"] = "public"
+    return result
+
+
+def _restore_extensions(server: Server[Any]) -> Callable[..., Any]:
+    """Put ``capabilities.extensions`` back into the legacy ``initialize`` result.
+
+    The 2025-11-25 result schema has no ``extensions``, so the SDK strips it; legacy
+    clients would then never learn that this server speaks SEP-2640.
+    """
+
+    async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        result = await call_next(ctx)
+        if ctx.method == "initialize" and isinstance(result, dict) and server.extensions:
+            capabilities = result.setdefault("capabilities", {})
+            capabilities.setdefault("extensions", dict(server.extensions))
+        return result
+
+    return middleware
+
+
+def build_server(
+    catalog: SkillCatalog,
+    *,
+    name: str = "skillward-serve",
+    version: str = "0.1.0",
+    page_size: int = _DEFAULT_PAGE_SIZE,
+    instructions: str | None = None,
+    tamper: Collection[str] = (),
+) -> Server[Any]:
+    """An mcp low-level ``Server`` serving ``catalog``.
+
+    ``tamper`` names file URIs whose reads get one byte flipped while the listing
+    keeps the true digest: a demonstration of what a host must refuse.
+    """
+    if page_size < 1:
+        raise ValueError("page_size must be at least 1")
+    tampered = frozenset(tamper)
+
+    async def list_skills(ctx: ServerRequestContext[Any, Any], params: SkillsListParams) -> Any:
+        page, next_cursor = _page("skills", catalog.listed(), params.cursor, page_size)
+        result: dict[str, Any] = {"skills": [skill.entry() for skill in page]}
+        if next_cursor is not None:
+            result["nextCursor"] = next_cursor
+        return _with_cache_hints(ctx, result)
+
+    async def get_skill(ctx: ServerRequestContext[Any, Any], params: SkillsGetParams) -> Any:
+        skill = catalog.skills.get(params.uri)
+        if skill is None:
+            raise _invalid(f"not a skill this server serves: {params.uri[:300]}")
+        return _with_cache_hints(ctx, {"skill": skill.entry()})
+
+    async def read_directory(
+        ctx: ServerRequestContext[Any, Any], params: DirectoryReadParams
+    ) -> Any:
+        children = catalog.directory_children(params.uri)
+        if children is None:
+            raise _invalid(f"not a directory this server serves: {params.uri[:300]}")
+        page, next_cursor = _page("dir:" + params.uri, children, params.cursor, page_size)
+        resources = [
+            types.Resource(uri=uri, name=child_name, mime_type=mime).model_dump(
+                by_alias=True, exclude_none=True
+            )
+            for uri, child_name, mime in page
+        ]
+        result: dict[str, Any] = {"resources": resources}
+        if next_cursor is not None:
+            result["nextCursor"] = next_cursor
+        return result
+
+    async def list_resources(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        ordered = [catalog.files[uri] for uri in sorted(catalog.files)]
+        page, next_cursor = _page(
+            "resources", ordered, params.cursor if params else None, page_size
+        )
+        return types.ListResourcesResult(
+            resources=[_resource(catalog, served) for served in page], next_cursor=next_cursor
+        )
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        served = catalog.files.get(params.uri)
+        if served is None:
+            raise _invalid(f"no such resource: {params.uri[:300]}")
+        data = served.data
+        if served.uri in tampered and data:
+            data = bytes([data[0] ^ 0x01]) + data[1:]
+        contents: types.TextResourceContents | types.BlobResourceContents
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            contents = types.BlobResourceContents(
+                uri=served.uri,
+                mime_type=served.mime_type,
+                blob=base64.b64encode(data).decode("ascii"),
+            )
+        else:
+            contents = types.TextResourceContents(
+                uri=served.uri, mime_type=served.mime_type, text=text
+            )
+        return types.ReadResourceResult(contents=[contents])
+
+    server: Server[Any] = Server(
+        name,
+        version=version,
+        instructions=instructions,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+    )
+    server.extensions[EXTENSION_ID] = {"directoryRead": True}
+    server.add_request_handler("skills/list", SkillsListParams, list_skills)
+    server.add_request_handler("skills/get", SkillsGetParams, get_skill)
+    server.add_request_handler("resources/directory/read", DirectoryReadParams, read_directory)
+    server.middleware.append(_restore_extensions(server))
+    return server
+
+
+def _resource(catalog: SkillCatalog, served: ServedFile) -> types.Resource:
+    skill = catalog.skills.get(served.uri)
+    if skill is not None:
+        return types.Resource(
+            uri=served.uri,
+            name=skill.name,
+            description=skill.description,
+            mime_type="text/markdown",
+            size=served.size,
+        )
+    return types.Resource(
+        uri=served.uri, name=served.name, mime_type=served.mime_type, size=served.size
+    )
+
+
+class SkillsServer:
+    """Declare skills with a decorator, then :meth:`build` an mcp server.
+
+    ``@skills.skill("acme/billing/refunds")`` registers the directory the decorated
+    function returns under ``skill://acme/billing/refunds/SKILL.md``.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str = "skillward-serve",
+        version: str = "0.1.0",
+        instructions: str | None = None,
+        limits: Limits | None = None,
+    ) -> None:
+        self.name = name
+        self.version = version
+        self.instructions = instructions
+        self.limits = limits or Limits()
+        self._registered: list[tuple[str, Callable[[], Path | str], bool]] = []
+
+    def skill(
+        self, skill_path: str, *, listed: bool = True
+    ) -> Callable[[Callable[[], Path | str]], Callable[[], Path | str]]:
+        def register(function: Callable[[], Path | str]) -> Callable[[], Path | str]:
+            self._registered.append((skill_path, function, listed))
+            return function
+
+        return register
+
+    def catalog(self) -> SkillCatalog:
+        catalog = SkillCatalog(limits=self.limits)
+        for skill_path, function, listed in self._registered:
+            catalog.add_skill(skill_path, Path(function()), listed=listed)
+        return catalog
+
+    def build(self, **options: Any) -> Server[Any]:
+        catalog = self.catalog()
+        for problem in catalog.problems:
+            logger.warning("%s", problem)
+        return build_server(
+            catalog,
+            name=self.name,
+            version=self.version,
+            instructions=self.instructions,
+            **options,
+        )
+
+
+def build_skills_server(
+    path: Path | str,
+    *,
+    unlisted: Collection[str] = (),
+    limits: Limits | None = None,
+    **options: Any,
+) -> Server[Any]:
+    """An mcp server serving every skill under ``path``."""
+    catalog = SkillCatalog.from_directory(path, unlisted=unlisted, limits=limits)
+    for problem in catalog.problems:
+        logger.warning("%s", problem)
+    return build_server(catalog, **options)
+
+
+async def serve_stdio(server: Server[Any]) -> None:
+    """Serve ``server`` on this process's stdin and stdout until the client leaves."""
+    from mcp.server.stdio import stdio_server  # noqa: PLC0415  (stdio only when asked)
+
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+@asynccontextmanager
+async def serve_http(
+    server: Server[Any], *, host: str = "127.0.0.1", port: int = 0
+) -> AsyncIterator[str]:
+    """Serve ``server`` over streamable HTTP; yields the endpoint URL until the block ends."""
+    import socket  # noqa: PLC0415
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    bound_port = sock.getsockname()[1]
+    app = server.streamable_http_app(host=host, streamable_http_path="/mcp")
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+    http = uvicorn.Server(config)
+    shown_host = f"[{host}]" if ":" in host else host
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(http.serve, [sock])
+            with anyio.fail_after(30):
+                # uvicorn exposes readiness only as a flag.
+                while not http.started:  # noqa: ASYNC110
+                    await anyio.sleep(0.01)
+            try:
+                yield f"http://{shown_host}:{bound_port}/mcp"
+            finally:
+                http.should_exit = True
+    finally:
+        sock.close()
+
+
+def quiet_transport_logs() -> None:
+    """Keep per-request INFO logs of the HTTP stack off the terminal."""
+    for name in ("httpx2", "httpcore2", "mcp", "uvicorn", "uvicorn.error"):
+        logging.getLogger(name).setLevel(logging.WARNING)
