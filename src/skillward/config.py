@@ -48,8 +48,8 @@ class Limits:
     max_resource_bytes: int = SEP_MAX_SKILL_BYTES
     #: Overall deadline, in seconds, for one operation (a whole listing walk included).
     operation_timeout: float = 60.0
-    #: Deadline, in seconds, for connecting and negotiating with a server.
-    connect_timeout: float = 30.0
+    #: Deadline, in seconds, for any single request (the handshake included).
+    request_timeout: float = 30.0
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):

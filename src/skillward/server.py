@@ -67,6 +67,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _DEFAULT_PAGE_SIZE = 50
+_SERVE_TREE = TreeLimits(max_depth=16, max_entries=1_000_000)
 _TTL_MS = 60_000
 
 
@@ -162,7 +163,8 @@ class SkillCatalog:
     def add_tree(self, root: Path, *, unlisted: Collection[str] = ()) -> None:
         root = root.resolve()
         try:
-            found, notes = find_skill_dirs(root)
+            # The operator chose this tree, so the walk may be large; it is still bounded.
+            found, notes = find_skill_dirs(root, limits=_SERVE_TREE)
         except (OSError, OverflowError) as exc:
             self.problems.append(f"{root}: cannot scan: {exc}")
             return

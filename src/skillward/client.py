@@ -1,0 +1,442 @@
+"""The client edge: the one module that talks to MCP servers.
+
+:class:`SkillsClient` wraps one ``mcp.Client`` session with one server and
+speaks the SEP-2640 methods. It is deliberately narrow:
+
+* every call checks capability negotiation first (the extension *and*
+  ``resources``; ``directoryRead`` for directory reads) and raises
+  :class:`~skillward.errors.CapabilityMissing` otherwise;
+* every operation runs under one overall deadline (a whole listing walk
+  included), so a stalling server cannot hold the host;
+* listing walks are bounded in pages and entries and refuse repeated cursors;
+* reads return the exact raw bytes, bypass the SDK's response cache, and cap
+  the size before decoding;
+* every foreign exception becomes a :class:`~skillward.errors.SkillwardError`
+  naming the server label.
+
+Nothing here decides trust: results are parsed into the wire model and handed
+to the host, which verifies them.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Literal, NoReturn
+
+import anyio
+import mcp_types as types
+from mcp import Client, MCPError, StdioServerParameters
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from skillward.config import Limits
+from skillward.errors import (
+    CapabilityMissing,
+    DeadlineExceeded,
+    InvalidEntry,
+    InvalidResponse,
+    ListingRunaway,
+    ResponseTooLarge,
+    ServerRejected,
+    SkillTooLarge,
+    SkillwardError,
+    TransportError,
+)
+from skillward.servers import HttpTransport, InMemoryTransport, ServerSpec, StdioTransport
+from skillward.wire import (
+    EXTENSION_ID,
+    DirectoryChild,
+    DirectoryReadResult,
+    GetSkillResult,
+    SkillEntry,
+    SkillsCapability,
+    SkillsPage,
+    parse_skills_page,
+)
+
+__all__ = ["SkillListing", "SkillsClient"]
+
+_MAX_CURSOR = 4096
+
+
+class _RawResult(BaseModel):
+    """Any result object, kept as received; skillward validates it itself."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class _ListParams(types.RequestParams):
+    cursor: str | None = None
+
+
+class _GetParams(types.RequestParams):
+    uri: str
+
+
+class _DirectoryParams(types.RequestParams):
+    uri: str
+    cursor: str | None = None
+
+
+class _ListRequest(types.Request[_ListParams, Literal["skills/list"]]):
+    method: Literal["skills/list"] = "skills/list"
+    params: _ListParams
+
+
+class _GetRequest(types.Request[_GetParams, Literal["skills/get"]]):
+    method: Literal["skills/get"] = "skills/get"
+    params: _GetParams
+
+
+class _DirectoryRequest(types.Request[_DirectoryParams, Literal["resources/directory/read"]]):
+    method: Literal["resources/directory/read"] = "resources/directory/read"
+    params: _DirectoryParams
+
+
+@dataclass(frozen=True, slots=True)
+class SkillListing:
+    """A whole ``skills/list`` walk: valid entries, refused ones, and the first page's hints."""
+
+    entries: tuple[SkillEntry, ...]
+    rejected: tuple[InvalidEntry | SkillTooLarge, ...]
+    pages: int
+    ttl_ms: int | None
+    cache_scope: str | None
+
+
+def _target(spec: ServerSpec) -> Any:
+    transport = spec.transport
+    if isinstance(transport, StdioTransport):
+        return StdioServerParameters(
+            command=transport.command,
+            args=list(transport.args),
+            env=transport.env,
+            cwd=transport.cwd,
+        )
+    if isinstance(transport, HttpTransport):
+        return transport.url
+    if isinstance(transport, InMemoryTransport):
+        return transport.server
+    raise AssertionError(f"unknown transport {transport!r}")  # pragma: no cover
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
+
+
+def _reraise(error: BaseException, *, server: str, uri: str | None = None) -> NoReturn:
+    """Raise ``error`` as a SkillwardError; cancellation and interrupts keep their meaning."""
+    leaves = _leaves(error)
+    if any(not isinstance(leaf, Exception) for leaf in leaves):
+        raise error
+    translated = _translate(leaves, error, server=server, uri=uri)
+    if translated is error:
+        raise error
+    raise translated from error
+
+
+def _translate(
+    leaves: list[BaseException], error: BaseException, *, server: str, uri: str | None
+) -> SkillwardError:
+    """Map a foreign exception to the skillward hierarchy."""
+    for leaf in leaves:
+        if isinstance(leaf, SkillwardError):
+            return leaf.with_context(server=server, uri=uri)
+    leaf = leaves[0] if leaves else error
+    if isinstance(leaf, MCPError):
+        if leaf.code == types.CONNECTION_CLOSED:
+            return TransportError("the connection closed", server=server, uri=uri)
+        if leaf.code == types.REQUEST_TIMEOUT:
+            return DeadlineExceeded("the server did not answer in time", server=server, uri=uri)
+        return ServerRejected(str(leaf.message)[:500], code=leaf.code, server=server, uri=uri)
+    if isinstance(leaf, TimeoutError):
+        return DeadlineExceeded("the operation did not finish in time", server=server, uri=uri)
+    if isinstance(leaf, ValidationError):
+        return InvalidResponse("the server's result is malformed", server=server, uri=uri)
+    detail = str(leaf)[:300] or type(leaf).__name__
+    return TransportError(f"cannot talk to the server: {detail}", server=server, uri=uri)
+
+
+class SkillsClient:
+    """One connected server, spoken to in SEP-2640 terms. Use :meth:`connect`."""
+
+    def __init__(self, client: Client, *, label: str, limits: Limits) -> None:
+        self._client = client
+        self.label = label
+        self.limits = limits
+
+    @classmethod
+    @asynccontextmanager
+    async def connect(
+        cls, spec: ServerSpec, *, limits: Limits | None = None
+    ) -> AsyncIterator[SkillsClient]:
+        """Connect to ``spec`` and negotiate; the session closes when the block ends."""
+        limits = limits or Limits()
+        client = Client(
+            _target(spec),
+            mode=spec.mode,
+            # Bounds every single request, the handshake included.
+            read_timeout_seconds=limits.request_timeout,
+            # Every answer must come from the server, never from a response cache.
+            cache=None,
+            client_info=types.Implementation(name="skillward", version="0.1.0"),
+        )
+        body_error: BaseException | None = None
+        try:
+            async with client:
+                try:
+                    yield cls(client, label=spec.label, limits=limits)
+                except BaseException as error:
+                    body_error = error
+                    raise
+        except BaseException as error:
+            if body_error is not None:
+                # The caller's own exception (perhaps wrapped by the SDK): never relabel it.
+                if error is body_error or body_error not in _leaves(error):
+                    raise
+                raise body_error from None
+            _reraise(error, server=spec.label)
+
+    # --- what the server said about itself -------------------------------------------
+
+    @property
+    def protocol_version(self) -> str | None:
+        return self._client.protocol_version
+
+    @property
+    def server_name(self) -> str | None:
+        """``serverInfo.name`` as the server reported it. Unverified: never use it as a key."""
+        info = self._client.server_info
+        return info.name if info is not None else None
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's ``instructions``: untrusted text."""
+        return self._client.instructions
+
+    def capability(self) -> SkillsCapability:
+        """The skills extension settings; raise unless the extension and resources are declared."""
+        capabilities = self._client.server_capabilities
+        extensions = capabilities.extensions if capabilities is not None else None
+        setting = extensions.get(EXTENSION_ID) if extensions else None
+        if setting is None:
+            raise CapabilityMissing(
+                f"the server does not declare the {EXTENSION_ID} extension", server=self.label
+            )
+        if capabilities is None or capabilities.resources is None:
+            raise CapabilityMissing(
+                "the server declares the skills extension without the resources capability",
+                server=self.label,
+            )
+        try:
+            return SkillsCapability.model_validate(setting)
+        except ValidationError:
+            raise CapabilityMissing(
+                f"the {EXTENSION_ID} capability is malformed", server=self.label
+            ) from None
+
+    def _require_resources(self) -> None:
+        capabilities = self._client.server_capabilities
+        if capabilities is None or capabilities.resources is None:
+            raise CapabilityMissing(
+                "the server does not declare the resources capability", server=self.label
+            )
+
+    # --- operations ---------------------------------------------------------------------
+
+    async def _run(self, operation: Callable[[], Any], *, uri: str | None = None) -> Any:
+        """Run one operation under the overall deadline, translating every failure."""
+        try:
+            with anyio.fail_after(self.limits.operation_timeout):
+                return await operation()
+        except BaseException as error:
+            _reraise(error, server=self.label, uri=uri)
+
+    async def _request(self, request: Any) -> dict[str, Any]:
+        result = await self._client.session.send_request(request, _RawResult)
+        return dict(result.model_extra or {})
+
+    async def list_skills_page(self, cursor: str | None = None) -> SkillsPage:
+        """One ``skills/list`` page; bad entries are in ``rejected``, not fatal."""
+        self.capability()
+
+        async def operation() -> SkillsPage:
+            return await self._page(cursor, seen_entries=0)
+
+        page: SkillsPage = await self._run(operation)
+        return page
+
+    async def _page(self, cursor: str | None, *, seen_entries: int) -> SkillsPage:
+        raw = await self._request(_ListRequest(params=_ListParams(cursor=cursor)))
+        skills = raw.get("skills")
+        if isinstance(skills, list) and seen_entries + len(skills) > self.limits.max_list_entries:
+            # Refuse before validating a single entry of an oversized listing.
+            raise ListingRunaway(
+                f"the listing has more than {self.limits.max_list_entries} entries"
+            )
+        page = parse_skills_page(raw, server=self.label, limits=self.limits)
+        next_cursor = page.next_cursor
+        if next_cursor is not None and len(next_cursor) > _MAX_CURSOR:
+            raise InvalidResponse(f"nextCursor is longer than {_MAX_CURSOR} characters")
+        return page
+
+    async def list_skills(self) -> SkillListing:
+        """Walk every ``skills/list`` page within the configured bounds."""
+        self.capability()
+
+        async def operation() -> SkillListing:
+            entries: list[SkillEntry] = []
+            rejected: list[InvalidEntry | SkillTooLarge] = []
+            seen: set[str] = set()
+            cursor: str | None = None
+            first: SkillsPage | None = None
+            pages = 0
+            while True:
+                if pages >= self.limits.max_list_pages:
+                    raise ListingRunaway(
+                        f"the listing did not end within {self.limits.max_list_pages} pages"
+                    )
+                page = await self._page(cursor, seen_entries=len(entries) + len(rejected))
+                pages += 1
+                first = first or page
+                entries.extend(page.entries)
+                rejected.extend(page.rejected)
+                cursor = page.next_cursor or None
+                if cursor is None:
+                    break
+                if cursor in seen:
+                    raise ListingRunaway("the listing repeated a cursor")
+                seen.add(cursor)
+            return SkillListing(
+                entries=tuple(entries),
+                rejected=tuple(rejected),
+                pages=pages,
+                ttl_ms=first.ttl_ms,
+                cache_scope=first.cache_scope,
+            )
+
+        listing: SkillListing = await self._run(operation)
+        return listing
+
+    async def get_skill(self, uri: str) -> SkillEntry:
+        """``skills/get``: the server's current entry for the skill at ``uri``."""
+        self.capability()
+
+        async def operation() -> SkillEntry:
+            raw = await self._request(_GetRequest(params=_GetParams(uri=uri)))
+            try:
+                result = GetSkillResult.model_validate(raw, context={"limits": self.limits})
+            except ValidationError as exc:
+                raise InvalidEntry(f"invalid skills/get result: {_first_problem(exc)}") from None
+            if result.skill.uri != uri:
+                raise InvalidResponse(
+                    f"skills/get answered for a different skill, {result.skill.uri[:300]!r}"
+                )
+            return result.skill
+
+        entry: SkillEntry = await self._run(operation, uri=uri)
+        return entry
+
+    async def read_resource(self, uri: str, *, max_bytes: int | None = None) -> bytes:
+        """``resources/read``: the exact raw bytes, refused before decoding above the cap."""
+        self._require_resources()
+        cap = (
+            min(max_bytes, self.limits.max_resource_bytes)
+            if max_bytes is not None
+            else (self.limits.max_resource_bytes)
+        )
+
+        async def operation() -> bytes:
+            result = await self._client.read_resource(uri, cache_mode="bypass")
+            return _exact_bytes(result, uri, cap)
+
+        data: bytes = await self._run(operation, uri=uri)
+        return data
+
+    async def read_directory(self, uri: str) -> tuple[DirectoryChild, ...]:
+        """``resources/directory/read``, every page, within the configured bounds."""
+        if not self.capability().directory_read:
+            raise CapabilityMissing(
+                "the server does not declare directoryRead", server=self.label, uri=uri
+            )
+
+        async def operation() -> tuple[DirectoryChild, ...]:
+            children: list[DirectoryChild] = []
+            seen: set[str] = set()
+            cursor: str | None = None
+            for _ in range(self.limits.max_list_pages):
+                raw = await self._request(
+                    _DirectoryRequest(params=_DirectoryParams(uri=uri, cursor=cursor))
+                )
+                resources = raw.get("resources")
+                if isinstance(resources, list) and (
+                    len(children) + len(resources) > self.limits.max_directory_entries
+                ):
+                    raise ListingRunaway(
+                        f"the directory has more than {self.limits.max_directory_entries} entries"
+                    )
+                try:
+                    page = DirectoryReadResult.model_validate(raw)
+                except ValidationError as exc:
+                    raise InvalidResponse(
+                        f"invalid resources/directory/read result: {_first_problem(exc)}"
+                    ) from None
+                children.extend(page.resources)
+                cursor = page.next_cursor or None
+                if cursor is None:
+                    return tuple(children)
+                if cursor in seen or len(cursor) > _MAX_CURSOR:
+                    raise ListingRunaway("the directory listing repeated a cursor")
+                seen.add(cursor)
+            raise ListingRunaway(
+                f"the directory listing did not end within {self.limits.max_list_pages} pages"
+            )
+
+        result: tuple[DirectoryChild, ...] = await self._run(operation, uri=uri)
+        return result
+
+
+def _first_problem(error: ValidationError) -> str:
+    detail = error.errors(include_url=False, include_input=False)[0]
+    where = ".".join(str(part) for part in detail["loc"])
+    return f"{where}: {detail['msg']}" if where else str(detail["msg"])
+
+
+def _too_large(cap: int) -> NoReturn:
+    raise ResponseTooLarge(f"the server sent more than {cap} bytes")
+
+
+def _exact_bytes(result: types.ReadResourceResult, uri: str, cap: int) -> bytes:
+    """The raw bytes of a single-file read: text as UTF-8, blobs strictly base64-decoded."""
+    if len(result.contents) != 1:
+        raise InvalidResponse(f"expected one content item, got {len(result.contents)}")
+    item = result.contents[0]
+    if item.uri != uri:
+        raise InvalidResponse(f"the content is for a different URI, {item.uri[:300]!r}")
+    if isinstance(item, types.TextResourceContents):
+        if len(item.text) > cap:  # at least one byte per character
+            _too_large(cap)
+        try:
+            data = item.text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidResponse("the text content is not valid Unicode") from None
+    elif isinstance(item, types.BlobResourceContents):
+        blob = item.blob
+        if len(blob) > 4 * ((cap + 2) // 3):
+            _too_large(cap)
+        if len(blob) % 4:
+            raise InvalidResponse("the blob is not valid base64")
+        try:
+            data = base64.b64decode(blob, validate=True)
+        except (binascii.Error, ValueError):
+            raise InvalidResponse("the blob is not valid base64") from None
+    else:  # pragma: no cover - the SDK only produces the two kinds
+        raise InvalidResponse("unknown content kind")
+    if len(data) > cap:
+        _too_large(cap)
+    return data

@@ -1,0 +1,80 @@
+"""Real MCP servers for tests: in-memory, a stdio subprocess, and HTTP on 127.0.0.1."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+from anyio.abc import Process
+
+from skillward.server import build_skills_server
+from skillward.servers import (
+    HttpTransport,
+    InMemoryTransport,
+    ServerSpec,
+    StdioTransport,
+)
+
+TRANSPORTS = ("memory", "stdio", "http")
+MODES = ("auto", "legacy")
+_URL = re.compile(rb"http://127\.0\.0\.1:\d+/mcp")
+
+
+def serve_argv(directory: Path, *options: str) -> list[str]:
+    return [sys.executable, "-m", "skillward", "serve", str(directory), *options]
+
+
+@asynccontextmanager
+async def http_server(argv: Sequence[str]) -> AsyncIterator[str]:
+    """Run ``argv`` (a ``serve --http 127.0.0.1:0`` command) and yield its URL."""
+    process: Process = await anyio.open_process(list(argv))
+    try:
+        assert process.stderr is not None
+        seen = b""
+        with anyio.fail_after(30):
+            async for chunk in process.stderr:
+                seen += chunk
+                match = _URL.search(seen)
+                if match:
+                    break
+            else:
+                raise AssertionError(
+                    f"server exited before serving: {seen.decode(errors='replace')}"
+                )
+        yield match.group().decode()
+    finally:
+        process.terminate()
+        with anyio.fail_after(10):
+            await process.wait()
+        await process.aclose()
+
+
+@asynccontextmanager
+async def serve_tree(
+    directory: Path, transport: str, *, mode: str = "auto", options: Sequence[str] = ()
+) -> AsyncIterator[ServerSpec]:
+    """A ServerSpec for ``skillward serve`` on ``directory`` over ``transport``."""
+    label = f"{transport}-{mode}"
+    if transport == "memory":
+        unlisted = [options[i + 1] for i, o in enumerate(options) if o == "--unlisted"]
+        page_size = next(
+            (int(options[i + 1]) for i, o in enumerate(options) if o == "--page-size"), 50
+        )
+        server = build_skills_server(directory, unlisted=unlisted, page_size=page_size)
+        yield ServerSpec(label=label, transport=InMemoryTransport(server=server), mode=mode)
+    elif transport == "stdio":
+        argv = serve_argv(directory, *options)
+        yield ServerSpec(
+            label=label,
+            transport=StdioTransport(command=argv[0], args=tuple(argv[1:])),
+            mode=mode,
+        )
+    elif transport == "http":
+        async with http_server(serve_argv(directory, "--http", "127.0.0.1:0", *options)) as url:
+            yield ServerSpec(label=label, transport=HttpTransport(url=url), mode=mode)
+    else:
+        raise ValueError(transport)

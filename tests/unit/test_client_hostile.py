@@ -1,0 +1,290 @@
+"""The client edge against hostile servers: each misbehaviour gets a typed error in bound."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from skillward.client import SkillsClient
+from skillward.config import Limits
+from skillward.errors import (
+    CapabilityMissing,
+    DeadlineExceeded,
+    InvalidResponse,
+    ListingRunaway,
+    ResponseTooLarge,
+    ServerRejected,
+)
+from skillward.servers import InMemoryTransport, ServerSpec
+from skillward.wire import EXTENSION_ID
+
+pytestmark = [pytest.mark.anyio, pytest.mark.threat("T11")]
+
+DIGEST = "sha256:" + "0" * 64
+Handler = Callable[[ServerRequestContext[Any, Any], Any], Awaitable[Any]]
+
+
+class ListParams(types.RequestParams):
+    cursor: str | None = None
+
+
+class UriParams(types.RequestParams):
+    uri: str
+    cursor: str | None = None
+
+
+def entry(i: int) -> dict[str, Any]:
+    uri = f"skill://s{i}/SKILL.md"
+    return {
+        "uri": uri,
+        "frontmatter": {"name": f"s{i}", "description": "d"},
+        "resources": [{"uri": uri, "digest": DIGEST, "size": 1}],
+    }
+
+
+async def _no_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+    return types.ListResourcesResult(resources=[])
+
+
+def hostile(
+    *,
+    skills_list: Handler | None = None,
+    skills_get: Handler | None = None,
+    directory: Handler | None = None,
+    read: Handler | None = None,
+    resources: bool = True,
+    directory_read: bool = True,
+) -> ServerSpec:
+    server: Server[Any] = Server(
+        "hostile",
+        on_list_resources=_no_resources if resources else None,
+        on_read_resource=read,
+    )
+    server.extensions[EXTENSION_ID] = {"directoryRead": directory_read}
+    if skills_list:
+        server.add_request_handler("skills/list", ListParams, skills_list)
+    if skills_get:
+        server.add_request_handler("skills/get", UriParams, skills_get)
+    if directory:
+        server.add_request_handler("resources/directory/read", UriParams, directory)
+    return ServerSpec(label="hostile", transport=InMemoryTransport(server=server))
+
+
+async def stall(ctx: Any, params: Any) -> Any:
+    await anyio.Event().wait()  # never set: the server stalls forever
+
+
+async def expect(
+    error: type[Exception],
+    spec: ServerSpec,
+    call: Callable[[SkillsClient], Awaitable[Any]],
+    *,
+    limits: Limits | None = None,
+    within: float = 5.0,
+) -> Exception:
+    with anyio.fail_after(within):
+        async with SkillsClient.connect(spec, limits=limits) as client:
+            with pytest.raises(error) as info:
+                await call(client)
+    assert info.value.server == "hostile"  # type: ignore[attr-defined]
+    return info.value
+
+
+async def test_a_cursor_that_loops_is_refused() -> None:
+    async def loop(ctx: Any, params: ListParams) -> dict[str, Any]:
+        return {"skills": [entry(0)], "nextCursor": "again"}
+
+    await expect(ListingRunaway, hostile(skills_list=loop), lambda c: c.list_skills())
+
+
+async def test_cursors_that_never_end_stop_at_the_page_bound() -> None:
+    async def endless(ctx: Any, params: ListParams) -> dict[str, Any]:
+        page = int(params.cursor or 0)
+        return {"skills": [], "nextCursor": str(page + 1)}
+
+    error = await expect(
+        ListingRunaway,
+        hostile(skills_list=endless),
+        lambda c: c.list_skills(),
+        limits=Limits(max_list_pages=20),
+    )
+    assert "20 pages" in str(error)
+
+
+async def test_one_page_of_100000_entries_is_refused_before_validation() -> None:
+    many = [entry(0)] * 100_000
+
+    async def flood(ctx: Any, params: ListParams) -> dict[str, Any]:
+        return {"skills": many}
+
+    await expect(ListingRunaway, hostile(skills_list=flood), lambda c: c.list_skills(), within=20)
+
+
+async def test_100000_entries_across_pages_are_refused_at_the_entry_bound() -> None:
+    page = [entry(i) for i in range(1000)]
+
+    async def paged(ctx: Any, params: ListParams) -> dict[str, Any]:
+        n = int(params.cursor or 0)
+        return {"skills": page, "nextCursor": str(n + 1) if n < 99 else None}
+
+    error = await expect(
+        ListingRunaway,
+        hostile(skills_list=paged),
+        lambda c: c.list_skills(),
+        limits=Limits(max_list_entries=5000),
+        within=20,
+    )
+    assert "5000 entries" in str(error)
+
+
+async def test_a_stalling_listing_hits_the_overall_deadline() -> None:
+    await expect(
+        DeadlineExceeded,
+        hostile(skills_list=stall),
+        lambda c: c.list_skills(),
+        limits=Limits(operation_timeout=0.5),
+    )
+
+
+async def test_a_listing_that_trickles_pages_hits_one_overall_deadline() -> None:
+    # Each page answers within the per-request bound, but the walk as a whole never ends.
+    async def trickle(ctx: Any, params: ListParams) -> dict[str, Any]:
+        with anyio.move_on_after(0.1):
+            await anyio.Event().wait()
+        return {"skills": [], "nextCursor": str(int(params.cursor or 0) + 1)}
+
+    await expect(
+        DeadlineExceeded,
+        hostile(skills_list=trickle),
+        lambda c: c.list_skills(),
+        limits=Limits(operation_timeout=1.0, request_timeout=0.5),
+    )
+
+
+async def test_a_stalling_read_hits_the_overall_deadline() -> None:
+    await expect(
+        DeadlineExceeded,
+        hostile(read=stall),
+        lambda c: c.read_resource("skill://s0/SKILL.md"),
+        limits=Limits(operation_timeout=0.5),
+    )
+
+
+async def test_a_blob_larger_than_the_cap_is_refused_before_decoding() -> None:
+    async def big(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        blob = base64.b64encode(b"\x00" * 4096).decode()
+        return types.ReadResourceResult(
+            contents=[types.BlobResourceContents(uri=params.uri, blob=blob)]
+        )
+
+    await expect(
+        ResponseTooLarge,
+        hostile(read=big),
+        lambda c: c.read_resource("skill://s0/a.bin"),
+        limits=Limits(max_resource_bytes=1024),
+    )
+
+
+async def test_text_larger_than_the_callers_cap_is_refused() -> None:
+    async def big(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=params.uri, text="é" * 600)]
+        )
+
+    await expect(
+        ResponseTooLarge,
+        hostile(read=big),
+        lambda c: c.read_resource("skill://s0/a.md", max_bytes=1000),
+    )
+
+
+@pytest.mark.parametrize("blob", ["not base64!", "AAA", "AA=A"])
+async def test_malformed_base64_is_an_invalid_response(blob: str) -> None:
+    async def bad(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        return types.ReadResourceResult(
+            contents=[types.BlobResourceContents(uri=params.uri, blob=blob)]
+        )
+
+    await expect(InvalidResponse, hostile(read=bad), lambda c: c.read_resource("skill://s0/a"))
+
+
+async def test_content_for_a_different_uri_is_an_invalid_response() -> None:
+    async def other(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri="skill://other/SKILL.md", text="x")]
+        )
+
+    await expect(InvalidResponse, hostile(read=other), lambda c: c.read_resource("skill://s0/a"))
+
+
+async def test_extension_without_resources_capability_is_refused() -> None:
+    async def fine(ctx: Any, params: ListParams) -> dict[str, Any]:
+        return {"skills": []}
+
+    spec = hostile(skills_list=fine, resources=False)
+    await expect(CapabilityMissing, spec, lambda c: c.list_skills())
+    await expect(CapabilityMissing, spec, lambda c: c.get_skill("skill://s0/SKILL.md"))
+
+
+async def test_directory_read_needs_the_directory_read_setting() -> None:
+    spec = hostile(directory=stall, directory_read=False)
+    await expect(CapabilityMissing, spec, lambda c: c.read_directory("skill://s0"))
+
+
+async def test_a_directory_cursor_loop_is_refused() -> None:
+    async def loop(ctx: Any, params: UriParams) -> dict[str, Any]:
+        return {"resources": [], "nextCursor": "same"}
+
+    await expect(ListingRunaway, hostile(directory=loop), lambda c: c.read_directory("skill://s0"))
+
+
+async def test_get_answering_for_another_skill_is_an_invalid_response() -> None:
+    async def swap(ctx: Any, params: UriParams) -> dict[str, Any]:
+        return {"skill": entry(1)}
+
+    await expect(
+        InvalidResponse, hostile(skills_get=swap), lambda c: c.get_skill("skill://s0/SKILL.md")
+    )
+
+
+async def test_server_errors_keep_their_json_rpc_code() -> None:
+    async def refuse(ctx: Any, params: UriParams) -> dict[str, Any]:
+        raise MCPError(code=types.INVALID_PARAMS, message="\x1b[31mno\x1b[0m")
+
+    error = await expect(
+        ServerRejected, hostile(skills_get=refuse), lambda c: c.get_skill("skill://s0/SKILL.md")
+    )
+    assert isinstance(error, ServerRejected)
+    assert error.code == -32602
+    assert "\x1b" not in str(error)
+
+
+async def test_a_malformed_listing_page_is_an_invalid_response() -> None:
+    async def bad(ctx: Any, params: ListParams) -> dict[str, Any]:
+        return {"skills": "nope"}
+
+    await expect(InvalidResponse, hostile(skills_list=bad), lambda c: c.list_skills())
+
+
+async def test_an_overlong_cursor_is_an_invalid_response() -> None:
+    async def long_cursor(ctx: Any, params: ListParams) -> dict[str, Any]:
+        return {"skills": [], "nextCursor": "c" * 10_000}
+
+    await expect(InvalidResponse, hostile(skills_list=long_cursor), lambda c: c.list_skills())
+
+
+async def test_errors_in_the_callers_own_code_are_not_relabelled() -> None:
+    async def fine(ctx: Any, params: ListParams) -> dict[str, Any]:
+        return {"skills": []}
+
+    with anyio.fail_after(5), pytest.raises(KeyError):
+        async with SkillsClient.connect(hostile(skills_list=fine)):
+            raise KeyError("the host's bug")

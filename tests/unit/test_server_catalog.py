@@ -1,0 +1,181 @@
+"""The reference server's catalog: what it serves, and what it refuses at start-up."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from skillward._tree import encode_segment
+from skillward.client import SkillsClient
+from skillward.config import Limits
+from skillward.errors import ServerRejected
+from skillward.server import SkillCatalog, SkillsServer, build_server, example_skills_dir
+from skillward.servers import InMemoryTransport, ServerSpec
+from skillward.wire import parse_entry
+from tests.support.trees import build_tree, digest, skill_md, write
+
+
+def test_every_skill_in_a_tree_is_found_with_nested_paths(tmp_path: Path) -> None:
+    build_tree(tmp_path)
+    catalog = SkillCatalog.from_directory(tmp_path, unlisted=["hidden-skill"])
+    assert catalog.problems == []
+    assert [s.uri for s in catalog.listed()] == [
+        "skill://acme/billing/refunds/SKILL.md",
+        "skill://acme/billing/refunds/partial/SKILL.md",
+        "skill://git-workflow/SKILL.md",
+    ]
+    assert "skill://hidden-skill/SKILL.md" in catalog.skills
+
+
+def test_enclosing_skill_lists_its_nested_skill_files(tmp_path: Path) -> None:
+    build_tree(tmp_path)
+    refunds = SkillCatalog.from_directory(tmp_path).skills["skill://acme/billing/refunds/SKILL.md"]
+    uris = [f.uri for f in refunds.files]
+    assert "skill://acme/billing/refunds/partial/SKILL.md" in uris
+    assert "skill://acme/billing/refunds/partial/steps.md" in uris
+
+
+def test_entries_are_valid_and_digests_cover_the_raw_bytes(tmp_path: Path) -> None:
+    files = build_tree(tmp_path)
+    catalog = SkillCatalog.from_directory(tmp_path)
+    for skill in catalog.skills.values():
+        entry = parse_entry(skill.entry())
+        for item in entry.manifest.values():
+            assert item.digest == digest(files[item.uri])
+            assert item.size == len(files[item.uri])
+
+
+def test_a_tree_whose_root_is_a_skill_publishes_it_under_the_root_name(tmp_path: Path) -> None:
+    root = tmp_path / "solo"
+    write(root, "SKILL.md", skill_md("solo"))
+    assert list(SkillCatalog.from_directory(root).skills) == ["skill://solo/SKILL.md"]
+
+
+@pytest.mark.parametrize(
+    ("relative", "content", "reason"),
+    [
+        ("Bad-Name/SKILL.md", skill_md("bad-name"), "must equal frontmatter.name"),
+        ("mismatch/SKILL.md", skill_md("other"), "must equal frontmatter.name"),
+        ("no-fm/SKILL.md", b"# no frontmatter\n", "must begin"),
+        ("bad-yaml/SKILL.md", b"---\nname: [\n---\n", "not valid YAML"),
+        ("no-desc/SKILL.md", b"---\nname: no-desc\n---\n", "description"),
+        ("meta/SKILL.md", skill_md("meta", extra="metadata:\n  v: 1\n"), "metadata"),
+        ("under_score/SKILL.md", skill_md("under_score"), "skill name"),
+    ],
+)
+def test_skills_breaking_the_rules_are_refused_with_a_reason(
+    tmp_path: Path, relative: str, content: bytes, reason: str
+) -> None:
+    write(tmp_path, "good/SKILL.md", skill_md("good"))
+    write(tmp_path, relative, content)
+    catalog = SkillCatalog.from_directory(tmp_path)
+    assert list(catalog.skills) == ["skill://good/SKILL.md"]
+    assert len(catalog.problems) == 1
+    assert reason in catalog.problems[0]
+    assert "refused" in catalog.problems[0]
+
+
+def test_a_skill_over_the_file_limit_is_refused(tmp_path: Path) -> None:
+    write(tmp_path, "big/SKILL.md", skill_md("big"))
+    for i in range(512):
+        write(tmp_path, f"big/f{i:03}.txt", b"x")
+    catalog = SkillCatalog.from_directory(tmp_path)
+    assert catalog.skills == {}
+    assert "513 files" in catalog.problems[0]
+
+
+@pytest.mark.threat("T10")
+def test_symlinks_are_never_followed_out_of_the_tree(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    write(outside, "secret.txt", b"secret")
+    write(outside, "evil/SKILL.md", skill_md("evil"))
+    tree = tmp_path / "tree"
+    write(tree, "safe/SKILL.md", skill_md("safe"))
+    os.symlink(outside / "secret.txt", tree / "safe" / "secret.txt")
+    os.symlink(outside / "evil", tree / "evil")
+    os.symlink(outside, tree / "safe" / "more")
+    catalog = SkillCatalog.from_directory(tree)
+    assert list(catalog.skills) == ["skill://safe/SKILL.md"]
+    assert list(catalog.files) == ["skill://safe/SKILL.md"]
+    assert all(b"secret" not in f.data for f in catalog.files.values())
+    assert any("symlink" in p for p in catalog.problems)
+
+
+def test_hidden_files_are_not_part_of_a_skill(tmp_path: Path) -> None:
+    write(tmp_path, "s/SKILL.md", skill_md("s"))
+    write(tmp_path, "s/.git/config", b"x")
+    write(tmp_path, "s/.DS_Store", b"x")
+    assert list(SkillCatalog.from_directory(tmp_path).files) == ["skill://s/SKILL.md"]
+
+
+def test_file_names_become_canonical_uri_segments(tmp_path: Path) -> None:
+    write(tmp_path, "s/SKILL.md", skill_md("s"))
+    write(tmp_path, "s/my notes/café.md", b"x")
+    assert "skill://s/my%20notes/caf%C3%A9.md" in SkillCatalog.from_directory(tmp_path).files
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "a/b", "back\\slash", "tab\there"])
+def test_names_no_canonical_uri_can_carry_are_refused(name: str) -> None:
+    with pytest.raises(ValueError, match=r"cannot|character"):
+        encode_segment(name)
+
+
+def test_decorator_registers_skill_directories_at_their_skill_paths(tmp_path: Path) -> None:
+    write(tmp_path, "refunds/SKILL.md", skill_md("refunds"))
+    write(tmp_path, "refunds/templates/a.md", b"a")
+    skills = SkillsServer(name="acme-skills")
+
+    @skills.skill("acme/billing/refunds")
+    def refunds() -> Path:
+        return tmp_path / "refunds"
+
+    catalog = skills.catalog()
+    assert list(catalog.skills) == ["skill://acme/billing/refunds/SKILL.md"]
+    assert "skill://acme/billing/refunds/templates/a.md" in catalog.files
+
+
+def test_bundled_examples_are_all_servable() -> None:
+    catalog = SkillCatalog.from_directory(example_skills_dir())
+    assert catalog.problems == []
+    assert len(catalog.skills) >= 3
+    assert any(f.uri.endswith(".png") for f in catalog.files.values())
+
+
+async def _with_client(catalog: SkillCatalog, **options: Any) -> Any:
+    spec = ServerSpec(
+        label="ref", transport=InMemoryTransport(server=build_server(catalog, **options))
+    )
+    return SkillsClient.connect(spec, limits=Limits())
+
+
+@pytest.mark.anyio
+async def test_tamper_flips_one_byte_while_the_listing_keeps_the_true_digest(
+    tmp_path: Path,
+) -> None:
+    files = build_tree(tmp_path)
+    uri = "skill://git-workflow/SKILL.md"
+    catalog = SkillCatalog.from_directory(tmp_path)
+    with anyio.fail_after(10):
+        async with await _with_client(catalog, tamper=[uri]) as client:
+            entry = await client.get_skill(uri)
+            data = await client.read_resource(uri)
+    assert entry.manifest[uri].digest == digest(files[uri])
+    assert data != files[uri]
+    assert len(data) == len(files[uri])
+    assert sum(a != b for a, b in zip(data, files[uri], strict=True)) == 1
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("cursor", ["garbage", "c2tpbGxzOjk5OQ==", "ZGlyOng6MQ=="])
+async def test_unknown_cursors_get_invalid_params(tmp_path: Path, cursor: str) -> None:
+    build_tree(tmp_path)
+    catalog = SkillCatalog.from_directory(tmp_path)
+    with anyio.fail_after(10):
+        async with await _with_client(catalog, page_size=1) as client:
+            with pytest.raises(ServerRejected) as info:
+                await client.list_skills_page(cursor)
+    assert info.value.code == -32602
