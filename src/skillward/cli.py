@@ -1,4 +1,9 @@
-"""The ``skillward`` command."""
+"""The ``skillward`` command.
+
+Exit codes: 0 success, 2 usage (or a reference that does not resolve),
+3 approval required or denied, 4 verification failed, 5 policy denied,
+6 server or transport error.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +11,44 @@ import argparse
 import contextlib
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import anyio
 
-from skillward.errors import SkillwardError
+from skillward._dirs import default_servers_file
+from skillward._local import LocalSkillDir, default_local_dirs
+from skillward.approvals import ActivationRequest, ApproveOnce, Decision
+from skillward.config import Limits
+from skillward.errors import ConfigError, SkillwardError, UsageError
+from skillward.host import HostConfig, SkillHost
+from skillward.prompts import Terminal, TerminalApprover
+from skillward.servers import (
+    ServerSpec,
+    StdioTransport,
+    check_label,
+    load_mcp_servers,
+    parse_server_option,
+)
 
-__all__ = ["main"]
+__all__ = ["EXIT_CODES", "main"]
 
+EXIT_OK = 0
 EXIT_USAGE = 2
+#: Documented in the README and docs/cli.md.
+EXIT_CODES = {
+    0: "success",
+    2: "usage error, or a reference that does not resolve",
+    3: "approval required or denied",
+    4: "verification failed",
+    5: "policy denied",
+    6: "server or transport error",
+}
+
+DEMO_SKILL = "refunds"
+DEMO_GOOD_FILE = "policy/limits.json"
+DEMO_TAMPERED_FILE = "templates/email.md"
+DEMO_TAMPERED_URI = "skill://acme/billing/refunds/" + DEMO_TAMPERED_FILE
 
 
 def _host_port(text: str) -> tuple[str, int]:
@@ -27,13 +60,79 @@ def _host_port(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def _skills_dir(text: str) -> LocalSkillDir:
+    label, sep, path = text.partition("=")
+    if not sep or not path:
+        raise argparse.ArgumentTypeError(f"expected LABEL=PATH, not {text!r}")
+    try:
+        return LocalSkillDir(check_label(label), Path(path))
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="skillward",
         description="Security-focused host-side loader for skills served over MCP (SEP-2640).",
+        epilog="Exit codes: "
+        + "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES.items()),
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help=f"mcpServers JSON file (default: {default_servers_file()}, if it exists)",
+    )
+    common.add_argument(
+        "--server",
+        action="append",
+        default=[],
+        metavar="LABEL=URL_OR_COMMAND",
+        help="connect a server under LABEL (repeatable); a URL for streamable HTTP, "
+        "otherwise a command line for stdio",
+    )
+    common.add_argument(
+        "--skills-dir",
+        action="append",
+        default=[],
+        type=_skills_dir,
+        metavar="LABEL=PATH",
+        help="a local skills directory (repeatable); the default is ./.agents/skills "
+        "as 'project' and ~/.agents/skills as 'user'",
+    )
+    common.add_argument("--no-local", action="store_true", help="do not discover local skills")
+    common.add_argument("--json", action="store_true", help="machine-readable output")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    commands.add_parser(
+        "list", parents=[common], help="the catalog across origins, with collisions"
+    )
+    show = commands.add_parser(
+        "show", parents=[common], help="a skill's entry: frontmatter and files (fetches nothing)"
+    )
+    show.add_argument("ref", metavar="REF", help="NAME, LABEL:NAME, LABEL:PATH or LABEL:URI")
+    load = commands.add_parser(
+        "load",
+        parents=[common],
+        help="verify and print a skill's activation exactly as the model would get it",
+    )
+    load.add_argument("ref", metavar="REF")
+    load.add_argument(
+        "--approve-once",
+        action="store_true",
+        help="approve loading this one skill now, without a prompt",
+    )
+    read = commands.add_parser(
+        "read", parents=[common], help="a supporting file, verified against the skill's entry"
+    )
+    read.add_argument("ref", metavar="REF")
+    read.add_argument("path", metavar="PATH", help="path relative to the skill root")
+    commands.add_parser(
+        "demo",
+        help="start the bundled example server, load a skill, and show a tampered read refused",
+    )
 
     serve = commands.add_parser(
         "serve",
@@ -79,13 +178,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+# --- serve -------------------------------------------------------------------------------
+
+
 def _serve(args: argparse.Namespace) -> int:
     from skillward import server  # noqa: PLC0415  (imports mcp; only this command needs it)
 
     directory = args.directory or server.example_skills_dir()
     if not directory.is_dir():
-        print(f"skillward serve: {directory} is not a directory", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(f"{directory} is not a directory")
     catalog = server.SkillCatalog.from_directory(directory, unlisted=args.unlisted)
     for problem in catalog.problems:
         print(f"skillward serve: {problem}", file=sys.stderr)
@@ -96,7 +197,7 @@ def _serve(args: argparse.Namespace) -> int:
     )
     if args.http is None:
         anyio.run(server.serve_stdio, mcp_server)
-        return 0
+        return EXIT_OK
     host, port = args.http
     server.quiet_transport_logs()
 
@@ -111,23 +212,248 @@ def _serve(args: argparse.Namespace) -> int:
 
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(run_http)
-    return 0
+    return EXIT_OK
+
+
+# --- host commands -------------------------------------------------------------------------
+
+
+class _CommandLineApprover:
+    """Approves only what --approve-once names; otherwise asks at a terminal, or denies."""
+
+    def __init__(self, terminal: Terminal, approve_once: bool) -> None:
+        self.prompt = TerminalApprover(terminal)
+        self.approve_once = approve_once
+        self.target: ApproveOnce | None = None
+
+    async def decide(self, request: ActivationRequest) -> Decision:
+        if self.target is not None:
+            return await self.target.decide(request)
+        return await self.prompt.decide(request)
+
+
+def _server_specs(args: argparse.Namespace) -> list[ServerSpec]:
+    specs: dict[str, ServerSpec] = {}
+    config = args.config
+    if config is None and default_servers_file().is_file():
+        config = default_servers_file()
+    if config is not None:
+        specs.update(load_mcp_servers(config))
+    for option in args.server:
+        spec = parse_server_option(option)
+        if spec.label in specs:
+            raise ConfigError(f"server label {spec.label!r} is given twice")
+        specs[spec.label] = spec
+    return list(specs.values())
+
+
+def _local_dirs(args: argparse.Namespace) -> tuple[LocalSkillDir, ...]:
+    if args.no_local:
+        return ()
+    return tuple(args.skills_dir) or default_local_dirs()
+
+
+async def _with_host(
+    args: argparse.Namespace,
+    terminal: Terminal,
+    body: Callable[[SkillHost, _CommandLineApprover], Awaitable[int]],
+) -> int:
+    approver = _CommandLineApprover(terminal, getattr(args, "approve_once", False))
+    config = HostConfig(limits=Limits(), local_dirs=_local_dirs(args))
+    status = EXIT_OK
+    async with SkillHost(config=config, approver=approver) as host:
+        for note in host.notes:
+            terminal.note(note)
+        for spec in _server_specs(args):
+            try:
+                await host.connect(spec)
+            except SkillwardError as error:
+                terminal.error(error)
+                status = error.exit_code
+        result = await body(host, approver)
+    return result or status
+
+
+async def _list(
+    host: SkillHost, _: _CommandLineApprover, args: argparse.Namespace, terminal: Terminal
+) -> int:
+    items = host.catalog()
+    # catalog() lists the listed records in registry order, so the two line up.
+    records = [record for record in host.registry.records() if record.listed]
+    qualified = [host.registry.qualified_ref(record) for record in records]
+    if args.json:
+        terminal.json(
+            {
+                "skills": [
+                    {
+                        "ref": item.ref,
+                        "qualified": full,
+                        "name": item.name,
+                        "description": item.description,
+                        "origin": {
+                            "kind": item.origin.kind,
+                            "label": item.origin.label,
+                            "reported_name_unverified": item.origin.detail
+                            if item.origin.is_mcp
+                            else None,
+                        },
+                    }
+                    for item, full in zip(items, qualified, strict=True)
+                ],
+                "collisions": [
+                    {
+                        "kind": c.kind,
+                        "subject": c.subject,
+                        "members": list(c.members),
+                        "message": c.message,
+                    }
+                    for c in host.collisions()
+                ],
+                "declined": [
+                    {"origin": d.origin.label, "error": str(d.error)} for d in host.declined()
+                ],
+            }
+        )
+    else:
+        terminal.catalog(items, qualified, host.collisions(), host.declined())
+    return EXIT_OK
+
+
+async def _show(
+    host: SkillHost, _: _CommandLineApprover, args: argparse.Namespace, terminal: Terminal
+) -> int:
+    record = await host.lookup(args.ref)
+    qualified = host.registry.qualified_ref(record)
+    if not args.json:
+        terminal.entry(record, qualified)
+        return EXIT_OK
+    entry = record.entry
+    terminal.json(
+        {
+            "qualified": qualified,
+            "name": record.name,
+            "description": record.description,
+            "origin": {
+                "kind": record.origin.kind,
+                "label": record.origin.label,
+                "reported_name_unverified": record.origin.detail if record.origin.is_mcp else None,
+            },
+            "listed": record.listed,
+            "uri": entry.uri if entry else None,
+            "directory": record.directory,
+            "frontmatter": entry.frontmatter.as_dict() if entry else None,
+            "resources": (
+                "dynamic"
+                if entry and entry.is_dynamic
+                else [
+                    {"uri": item.uri, "size": item.size, "digest": item.digest}
+                    for item in (entry.manifest.values() if entry else ())
+                ]
+            ),
+        }
+    )
+    return EXIT_OK
+
+
+async def _load(
+    host: SkillHost, approver: _CommandLineApprover, args: argparse.Namespace, terminal: Terminal
+) -> int:
+    record = await host.lookup(args.ref)
+    if approver.approve_once:
+        approver.target = ApproveOnce({record.key})
+    activation = await host.activate(args.ref)
+    terminal.block(activation.block, as_json=args.json)
+    return EXIT_OK
+
+
+async def _read(
+    host: SkillHost, _: _CommandLineApprover, args: argparse.Namespace, terminal: Terminal
+) -> int:
+    block = await host.read_file(args.ref, args.path)
+    terminal.block(block, as_json=args.json)
+    return EXIT_OK
+
+
+# --- demo --------------------------------------------------------------------------------
+
+
+async def _demo(terminal: Terminal) -> int:
+    spec = ServerSpec(
+        label="examples",
+        transport=StdioTransport(
+            command=sys.executable,
+            args=("-m", "skillward", "serve", "--tamper", DEMO_TAMPERED_URI),
+        ),
+    )
+    terminal.heading(
+        "1. Connect the bundled example skills server (stdio) under the label 'examples'"
+    )
+    terminal.note(f"$ skillward serve --tamper {DEMO_TAMPERED_URI}")
+    terminal.note(
+        "(the demo server flips one byte of that file, while its listing keeps the true digest)"
+    )
+    approver = _CommandLineApprover(terminal, approve_once=True)
+    async with SkillHost(config=HostConfig(), approver=approver) as host:
+        await host.connect(spec)
+        records = [record for record in host.registry.records() if record.listed]
+        terminal.catalog(
+            host.catalog(),
+            [host.registry.qualified_ref(r) for r in records],
+            host.collisions(),
+            host.declined(),
+        )
+        terminal.heading("2. The catalog, as the model sees it (listing read no files)")
+        terminal.text(host.catalog_block().text())
+
+        terminal.heading(
+            f"3. Load '{DEMO_SKILL}': the demo approves this one skill, as if you said yes"
+        )
+        record = host.resolve(DEMO_SKILL)
+        approver.target = ApproveOnce({record.key})
+        activation = await host.activate(DEMO_SKILL)
+        terminal.note("SKILL.md matched the listing: size, SHA-256 digest and frontmatter")
+        terminal.text(activation.block.text())
+
+        terminal.heading(f"4. Read {DEMO_GOOD_FILE}: verified against the entry held since loading")
+        terminal.text((await host.read_file(DEMO_SKILL, DEMO_GOOD_FILE)).text())
+
+        terminal.heading(f"5. Read {DEMO_TAMPERED_FILE}: the server sends one wrong byte")
+        try:
+            await host.read_file(DEMO_SKILL, DEMO_TAMPERED_FILE)
+        except SkillwardError as error:
+            terminal.error(error)
+            terminal.note("Refused: nothing from that read reached the model. The model sees only:")
+            terminal.text(await host.read_resource_tool("examples", DEMO_TAMPERED_URI))
+            return EXIT_OK
+    raise AssertionError("the tampered read was not refused")  # pragma: no cover
+
+
+# --- main --------------------------------------------------------------------------------
+
+_HOST_COMMANDS = {"list": _list, "show": _show, "load": _load, "read": _read}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(name)s: %(message)s")
     if args.command is None:
         parser.print_help()
-        return 0
+        return EXIT_OK
+    terminal = Terminal()
     try:
         if args.command == "serve":
             return _serve(args)
+        if args.command == "demo":
+            return anyio.run(_demo, terminal)
+        command = _HOST_COMMANDS[args.command]
+
+        async def body(host: SkillHost, approver: _CommandLineApprover) -> int:
+            return await command(host, approver, args, terminal)
+
+        return anyio.run(_with_host, args, terminal, body)
     except SkillwardError as error:
         if args.debug:
             raise
-        print(f"skillward: {error}", file=sys.stderr)
+        terminal.error(error)
         return error.exit_code
-    parser.error(f"unknown command {args.command}")
-    return EXIT_USAGE  # pragma: no cover

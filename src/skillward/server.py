@@ -328,19 +328,32 @@ def build_server(
     page_size: int = _DEFAULT_PAGE_SIZE,
     instructions: str | None = None,
     tamper: Collection[str] = (),
+    transform_entry: Callable[[ServedSkill], dict[str, Any]] | None = None,
+    transform_content: Callable[[ServedFile], bytes] | None = None,
 ) -> Server[Any]:
     """An mcp low-level ``Server`` serving ``catalog``.
 
     ``tamper`` names file URIs whose reads get one byte flipped while the listing
     keeps the true digest: a demonstration of what a host must refuse.
+    ``transform_entry`` and ``transform_content`` let a test build a hostile server
+    that lies in its entries or its bytes; the reference server never sets them.
     """
     if page_size < 1:
         raise ValueError("page_size must be at least 1")
     tampered = frozenset(tamper)
 
+    def entry_of(skill: ServedSkill) -> dict[str, Any]:
+        return transform_entry(skill) if transform_entry else skill.entry()
+
+    def content_of(served: ServedFile) -> bytes:
+        data = transform_content(served) if transform_content else served.data
+        if served.uri in tampered and data:
+            data = bytes([data[0] ^ 0x01]) + data[1:]
+        return data
+
     async def list_skills(ctx: ServerRequestContext[Any, Any], params: SkillsListParams) -> Any:
         page, next_cursor = _page("skills", catalog.listed(), params.cursor, page_size)
-        result: dict[str, Any] = {"skills": [skill.entry() for skill in page]}
+        result: dict[str, Any] = {"skills": [entry_of(skill) for skill in page]}
         if next_cursor is not None:
             result["nextCursor"] = next_cursor
         return _with_cache_hints(ctx, result)
@@ -349,7 +362,7 @@ def build_server(
         skill = catalog.skills.get(params.uri)
         if skill is None:
             raise _invalid(f"not a skill this server serves: {params.uri[:300]}")
-        return _with_cache_hints(ctx, {"skill": skill.entry()})
+        return _with_cache_hints(ctx, {"skill": entry_of(skill)})
 
     async def read_directory(
         ctx: ServerRequestContext[Any, Any], params: DirectoryReadParams
@@ -386,9 +399,7 @@ def build_server(
         served = catalog.files.get(params.uri)
         if served is None:
             raise _invalid(f"no such resource: {params.uri[:300]}")
-        data = served.data
-        if served.uri in tampered and data:
-            data = bytes([data[0] ^ 0x01]) + data[1:]
+        data = content_of(served)
         contents: types.TextResourceContents | types.BlobResourceContents
         try:
             text = data.decode("utf-8")

@@ -21,7 +21,16 @@ CONFINED = {
     "uvicorn": {"server.py"},
 }
 # The verifier core takes bytes and returns verified objects: no I/O of any kind.
-PURE = {"errors.py", "config.py", "uris.py", "wire.py", "frontmatter.py", "verify.py"}
+PURE = {
+    "errors.py",
+    "config.py",
+    "uris.py",
+    "wire.py",
+    "frontmatter.py",
+    "verify.py",
+    "context.py",
+    "origins.py",
+}
 IO_MODULES = {
     "os",
     "io",

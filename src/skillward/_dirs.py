@@ -1,0 +1,21 @@
+"""Per-user directories, computed in one place (the only module importing platformdirs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import platformdirs
+
+__all__ = ["default_servers_file", "user_config_dir"]
+
+_APP = "skillward"
+
+
+def user_config_dir() -> Path:
+    """Where a person's skillward configuration lives (``~/.config/skillward`` on Linux)."""
+    return platformdirs.user_config_path(_APP, appauthor=False)
+
+
+def default_servers_file() -> Path:
+    """The ``mcpServers`` JSON file the command line reads when ``--config`` is not given."""
+    return user_config_dir() / "servers.json"

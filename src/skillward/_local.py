@@ -1,0 +1,137 @@
+"""Local filesystem skills: discovery in configured directories, and confined reads.
+
+Discovery follows the Agent Skills integration guide: every folder holding a
+``SKILL.md`` under a configured skills directory, bounded in depth and entries,
+never through a symlink. A SKILL.md whose frontmatter cannot be parsed, or whose
+name breaks the naming rules, is declined with the reason; a name that differs
+from its folder is loaded with a note.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from skillward._tree import TreeLimits, find_skill_dirs
+from skillward.config import Limits
+from skillward.errors import InvalidEntry, InvalidUri, SkillwardError, UsageError
+from skillward.frontmatter import SkillDocument, parse_skill_md
+from skillward.origins import Origin, SkillKey
+from skillward.registry import Declined, SkillRecord
+from skillward.uris import SKILL_FILE
+from skillward.wire import lint_frontmatter
+
+__all__ = ["LocalSkillDir", "default_local_dirs", "discover", "read_local_file", "read_skill_md"]
+
+
+@dataclass(frozen=True, slots=True)
+class LocalSkillDir:
+    """A directory of local skills, and the origin label its skills get."""
+
+    label: str
+    path: Path
+
+
+def default_local_dirs(
+    cwd: Path | None = None, home: Path | None = None
+) -> tuple[LocalSkillDir, ...]:
+    """The cross-client ``.agents/skills`` conventions: project first, then user."""
+    cwd = cwd if cwd is not None else Path.cwd()
+    home = home if home is not None else Path.home()
+    return (
+        LocalSkillDir("project", cwd / ".agents" / "skills"),
+        LocalSkillDir("user", home / ".agents" / "skills"),
+    )
+
+
+def _read_regular(path: Path, max_bytes: int) -> bytes:
+    """Read a regular file without following a symlink at the last component."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise OSError(f"{path} is larger than {max_bytes} bytes")
+    return data
+
+
+def read_skill_md(directory: Path, *, limits: Limits, label: str) -> tuple[bytes, SkillDocument]:
+    """The raw bytes of a local SKILL.md and the document parsed from those same bytes."""
+    path = directory / SKILL_FILE
+    try:
+        data = _read_regular(path, limits.max_skill_bytes)
+    except OSError as exc:
+        raise InvalidEntry(f"cannot read {path}: {exc}", server=label) from None
+    return data, parse_skill_md(data, limits=limits, server=label, uri=str(path))
+
+
+def discover(
+    source: LocalSkillDir, *, limits: Limits, tree: TreeLimits
+) -> tuple[Origin, list[SkillRecord], list[Declined], list[str]]:
+    """Every skill under ``source``: (origin, records, declined, notes)."""
+    origin = Origin("local", source.label, str(source.path))
+    records: list[SkillRecord] = []
+    declined: list[Declined] = []
+    notes: list[str] = []
+    if not source.path.is_dir():
+        return origin, records, declined, notes
+    try:
+        found, skipped = find_skill_dirs(source.path, limits=tree)
+    except (OSError, OverflowError) as exc:
+        notes.append(f"{source.path}: scan stopped: {exc}")
+        return origin, records, declined, notes
+    notes.extend(skipped)
+    for parts, directory in found:
+        relative = "/".join(parts) or directory.name
+        try:
+            _, document = read_skill_md(directory, limits=limits, label=source.label)
+            lint_frontmatter(document.frontmatter)
+        except SkillwardError as exc:
+            declined.append(Declined(origin, exc.with_context(uri=str(directory))))
+            continue
+        except ValueError as exc:
+            declined.append(
+                Declined(origin, InvalidEntry(str(exc), server=source.label, uri=str(directory)))
+            )
+            continue
+        name = str(document.frontmatter["name"])
+        if name != directory.name:
+            notes.append(f"{directory}: skill name {name!r} differs from its folder name")
+        records.append(
+            SkillRecord(
+                key=SkillKey(source.label, relative),
+                origin=origin,
+                name=name,
+                description=str(document.frontmatter["description"]),
+                path=relative,
+                directory=str(directory),
+            )
+        )
+    return origin, records, declined, notes
+
+
+def read_local_file(directory: Path, relative: str, *, limits: Limits) -> tuple[str, bytes]:
+    """Read ``relative`` (``/``-separated) inside ``directory``; (path shown, bytes)."""
+    parts = PurePosixPath(relative).parts
+    if (
+        not relative
+        or "\\" in relative
+        or "\x00" in relative
+        or relative.startswith("/")
+        or any(part in ("..", "") for part in parts)
+    ):
+        raise InvalidUri(f"{relative!r} is not a path inside the skill", uri=str(directory))
+    path = directory.joinpath(*parts)
+    # No component may be a symlink, so the read cannot leave the skill's folder.
+    current = directory
+    for part in parts[:-1]:
+        current = current / part
+        if current.is_symlink() or not current.is_dir():
+            raise UsageError(f"{relative!r} is not a file inside the skill", uri=str(directory))
+    try:
+        return str(path), _read_regular(path, limits.max_skill_bytes)
+    except OSError as exc:
+        raise UsageError(f"cannot read {relative!r}: {exc}", uri=str(directory)) from None

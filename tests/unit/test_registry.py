@@ -1,0 +1,173 @@
+"""Per-origin namespaces: resolution never guesses, and nothing shadows anything."""
+
+from __future__ import annotations
+
+import pytest
+
+from skillward.errors import AmbiguousName, ConfigError, SkillNotFound, UnknownServer, UsageError
+from skillward.origins import Origin, SkillKey
+from skillward.registry import Registry, SkillRecord, parse_reference
+from skillward.wire import parse_entry
+
+DIGEST = "sha256:" + "a" * 64
+
+
+def mcp_record(origin: Origin, path: str, *, listed: bool = True) -> SkillRecord:
+    name = path.rsplit("/", 1)[-1]
+    uri = f"skill://{path}/SKILL.md"
+    entry = parse_entry(
+        {
+            "uri": uri,
+            "frontmatter": {"name": name, "description": f"{name} from {origin.label}"},
+            "resources": [{"uri": uri, "digest": DIGEST, "size": 1}],
+        }
+    )
+    return SkillRecord.from_entry(origin, entry, listed=listed)
+
+
+def local_record(origin: Origin, path: str) -> SkillRecord:
+    return SkillRecord(
+        key=SkillKey(origin.label, path),
+        origin=origin,
+        name=path.rsplit("/", 1)[-1],
+        description="local",
+        path=path,
+        directory=f"/skills/{path}",
+    )
+
+
+ACME = Origin("mcp", "acme", "Acme Corp")
+DOCS = Origin("mcp", "docs", "acme")
+PROJECT = Origin("local", "project", "/work/.agents/skills")
+
+
+@pytest.fixture
+def registry() -> Registry:
+    registry = Registry()
+    registry.set_origin(
+        ACME,
+        [
+            mcp_record(ACME, "acme/billing/refunds"),
+            mcp_record(ACME, "acme/support/refunds"),
+            mcp_record(ACME, "pdf-processing"),
+            mcp_record(ACME, "git-workflow"),
+        ],
+    )
+    registry.set_origin(DOCS, [mcp_record(DOCS, "style-guide"), mcp_record(DOCS, "Team/notes")])
+    registry.set_origin(
+        PROJECT, [local_record(PROJECT, "git-workflow"), local_record(PROJECT, "notes")]
+    )
+    return registry
+
+
+@pytest.mark.parametrize(
+    ("text", "label", "kind", "value"),
+    [
+        ("refunds", None, "name", "refunds"),
+        ("acme:refunds", "acme", "name", "refunds"),
+        ("acme:acme/billing/refunds", "acme", "path", "acme/billing/refunds"),
+        ("acme:skill://x/SKILL.md", "acme", "uri", "skill://x/SKILL.md"),
+        ("skill://x/SKILL.md", None, "uri", "skill://x/SKILL.md"),
+        ("acme/billing/refunds", None, "path", "acme/billing/refunds"),
+    ],
+)
+def test_references_parse_into_label_kind_and_value(
+    text: str, label: str | None, kind: str, value: str
+) -> None:
+    ref = parse_reference(text)
+    assert (ref.label, ref.kind, ref.value) == (label, kind, value)
+
+
+@pytest.mark.parametrize("text", ["", "Acme:refunds", "acme:", "a_b:x"])
+def test_malformed_references_are_usage_errors(text: str) -> None:
+    with pytest.raises(UsageError):
+        parse_reference(text)
+
+
+def test_a_unique_bare_name_resolves(registry: Registry) -> None:
+    assert registry.resolve("pdf-processing").key == SkillKey(
+        "acme", "skill://pdf-processing/SKILL.md"
+    )
+
+
+@pytest.mark.threat("T3")
+def test_a_bare_name_shared_with_a_local_skill_is_ambiguous_not_shadowed(
+    registry: Registry,
+) -> None:
+    with pytest.raises(AmbiguousName) as info:
+        registry.resolve("git-workflow")
+    assert info.value.candidates == ("acme:git-workflow", "project:git-workflow")
+    assert registry.resolve("project:git-workflow").origin == PROJECT
+    assert registry.resolve("acme:git-workflow").origin == ACME
+
+
+@pytest.mark.threat("T3")
+def test_duplicate_names_in_one_listing_are_told_apart_by_path(registry: Registry) -> None:
+    with pytest.raises(AmbiguousName) as info:
+        registry.resolve("acme:refunds")
+    assert info.value.candidates == ("acme:acme/billing/refunds", "acme:acme/support/refunds")
+    record = registry.resolve("acme:acme/support/refunds")
+    assert record.key.locator == "skill://acme/support/refunds/SKILL.md"
+    assert registry.qualified_ref(record) == "acme:acme/support/refunds"
+
+
+def test_a_uri_resolves_only_within_its_origin(registry: Registry) -> None:
+    uri = "skill://pdf-processing/SKILL.md"
+    assert registry.resolve(f"acme:{uri}").origin == ACME
+    with pytest.raises(SkillNotFound):
+        registry.resolve(f"docs:{uri}")
+
+
+def test_unknown_labels_and_names_are_typed_errors(registry: Registry) -> None:
+    with pytest.raises(UnknownServer):
+        registry.resolve("nobody:refunds")
+    with pytest.raises(SkillNotFound):
+        registry.resolve("no-such-skill")
+
+
+@pytest.mark.threat("T3")
+def test_display_refs_are_bare_only_when_unambiguous(registry: Registry) -> None:
+    refs = {registry.display_ref(r) for r in registry.records()}
+    assert "pdf-processing" in refs
+    assert "git-workflow" not in refs
+    assert {"acme:git-workflow", "project:git-workflow"} <= refs
+    assert {"acme:acme/billing/refunds", "acme:acme/support/refunds"} <= refs
+
+
+@pytest.mark.threat("T3")
+def test_collisions_report_shared_names_and_folded_look_alikes(registry: Registry) -> None:
+    registry.set_origin(
+        PROJECT, [local_record(PROJECT, "git-workflow"), local_record(PROJECT, "team/notes")]
+    )
+    collisions = {(c.kind, c.subject): c for c in registry.collisions()}
+    assert collisions["name", "git-workflow"].members == (
+        "acme:git-workflow",
+        "project:git-workflow",
+    )
+    assert collisions["name", "refunds"].members == (
+        "acme:acme/billing/refunds",
+        "acme:acme/support/refunds",
+    )
+    folded = collisions["folded", "team/notes"]
+    assert set(folded.members) == {"docs:notes", "project:notes"}
+
+
+@pytest.mark.threat("T4")
+def test_a_server_reporting_another_origins_label_is_flagged(registry: Registry) -> None:
+    imitation = [c for c in registry.collisions() if c.kind == "label-imitation"]
+    assert len(imitation) == 1
+    assert imitation[0].subject == "acme"
+    assert imitation[0].members == ("docs",)
+    with pytest.raises(SkillNotFound):
+        registry.resolve("acme:style-guide")
+
+
+def test_replacing_an_origin_drops_its_old_records(registry: Registry) -> None:
+    registry.set_origin(DOCS, [])
+    with pytest.raises(SkillNotFound):
+        registry.resolve("style-guide")
+
+
+def test_a_label_cannot_change_kind(registry: Registry) -> None:
+    with pytest.raises(ConfigError):
+        registry.set_origin(Origin("local", "acme"), [])
