@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
@@ -196,6 +197,7 @@ class SkillEntry(WireModel):
 
     _root: SkillRoot = PrivateAttr()
     _skill_md: ResourceUri = PrivateAttr()
+    _manifest: Mapping[str, ResourceItem] = PrivateAttr()
 
     @field_validator("resources", mode="before")
     @classmethod
@@ -228,6 +230,9 @@ class SkillEntry(WireModel):
             self._check_manifest(root, _limits(info))
         self._root = root
         self._skill_md = skill_md
+        self._manifest = (
+            {} if isinstance(self.resources, str) else {i.uri: i for i in self.resources}
+        )
         return self
 
     def _check_manifest(self, root: SkillRoot, limits: Limits) -> None:
@@ -275,9 +280,7 @@ class SkillEntry(WireModel):
     @property
     def manifest(self) -> Mapping[str, ResourceItem]:
         """The resource items by exact URI (empty for a dynamic skill)."""
-        if isinstance(self.resources, str):
-            return {}
-        return {item.uri: item for item in self.resources}
+        return MappingProxyType(self._manifest)
 
     @property
     def total_size(self) -> int:

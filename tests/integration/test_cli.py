@@ -1,0 +1,205 @@
+"""The `skillward` command, run as a person would run it, against real servers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from skillward.cli import DEMO_TAMPERED_URI
+from tests.support.trees import build_tree, skill_md, write
+
+TIMEOUT = 60
+EXAMPLES = f"examples={sys.executable} -m skillward serve"
+TAMPERED = f"{EXAMPLES} --tamper {DEMO_TAMPERED_URI}"
+
+
+def run(*args: str, home: Path, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "COLUMNS": "200",
+        "NO_COLOR": "1",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "skillward", *args],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=env,
+        input=stdin,
+        check=False,
+    )
+
+
+def test_list_shows_the_catalog_with_origins(tmp_path: Path) -> None:
+    result = run("list", "--no-local", "--server", EXAMPLES, home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "examples:refunds" in result.stdout
+    assert "MCP server examples" in result.stdout
+
+
+def test_list_json_reports_collisions_with_local_skills(tmp_path: Path) -> None:
+    local = tmp_path / "mine"
+    write(local, "git-workflow/SKILL.md", skill_md("git-workflow", "Mine"))
+    result = run(
+        "list", "--json", "--skills-dir", f"project={local}", "--server", EXAMPLES, home=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    refs = {item["ref"] for item in data["skills"]}
+    assert {"examples:git-workflow", "project:git-workflow", "refunds"} <= refs
+    assert any(c["subject"] == "git-workflow" for c in data["collisions"])
+    mcp = next(i for i in data["skills"] if i["ref"] == "refunds")
+    assert mcp["origin"] == {
+        "kind": "mcp",
+        "label": "examples",
+        "reported_name_unverified": "skillward-serve",
+    }
+
+
+def test_show_prints_the_entry_and_fetches_nothing(tmp_path: Path) -> None:
+    result = run("show", "refunds", "--json", "--no-local", "--server", TAMPERED, home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    entry = json.loads(result.stdout)
+    assert entry["frontmatter"]["name"] == "refunds"
+    assert {r["uri"] for r in entry["resources"]} >= {DEMO_TAMPERED_URI}
+    assert all(r["digest"].startswith("sha256:") for r in entry["resources"])
+
+
+def test_load_with_approve_once_prints_the_tagged_activation(tmp_path: Path) -> None:
+    result = run(
+        "load", "refunds", "--approve-once", "--no-local", "--server", EXAMPLES, home=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("<skillward:skill ")
+    assert 'server="examples"' in result.stdout
+    assert 'trust="untrusted"' in result.stdout
+    assert "# Refunds" in result.stdout
+
+
+def test_load_json_gives_the_same_block_as_json(tmp_path: Path) -> None:
+    result = run(
+        "load",
+        "refunds",
+        "--approve-once",
+        "--json",
+        "--no-local",
+        "--server",
+        EXAMPLES,
+        home=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    block = json.loads(result.stdout)
+    assert block["kind"] == "skill"
+    assert block["origin"]["label"] == "examples"
+
+
+def test_load_without_approval_and_no_terminal_exits_3(tmp_path: Path) -> None:
+    result = run("load", "refunds", "--no-local", "--server", EXAMPLES, home=tmp_path)
+    assert result.returncode == 3
+    assert result.stdout == ""
+    assert "not approved" in result.stderr
+
+
+@pytest.mark.threat("T5")
+def test_a_tampered_read_exits_4_and_prints_nothing(tmp_path: Path) -> None:
+    result = run(
+        "read", "refunds", "templates/email.md", "--no-local", "--server", TAMPERED, home=tmp_path
+    )
+    assert result.returncode == 4
+    assert result.stdout == ""
+    assert "server 'examples'" in result.stderr
+    assert DEMO_TAMPERED_URI in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 2  # one line, and its hint
+
+
+def test_read_prints_a_verified_file(tmp_path: Path) -> None:
+    result = run(
+        "read", "refunds", "policy/limits.json", "--no-local", "--server", TAMPERED, home=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert '"self_service_limit": 250' in result.stdout
+    assert 'verified="true"' in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (("show", "no-such-skill"), 2, "no skill matches"),
+        (("show", "nobody:refunds"), 2, "no server or skill directory"),
+        (("read", "refunds", "../../etc/passwd"), 2, "escapes the skill root"),
+        (("show", "refunds", "--server", "Bad_Label=x"), 2, "server label"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_clear_line(
+    tmp_path: Path, args: tuple[str, ...], code: int, message: str
+) -> None:
+    result = run(*args, "--no-local", "--server", EXAMPLES, home=tmp_path)
+    assert result.returncode == code
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_an_unreachable_server_exits_6(tmp_path: Path) -> None:
+    result = run("list", "--no-local", "--server", "gone=http://127.0.0.1:9/mcp", home=tmp_path)
+    assert result.returncode == 6
+    assert "server 'gone'" in result.stderr
+
+
+def test_debug_shows_the_traceback(tmp_path: Path) -> None:
+    result = run(
+        "--debug", "show", "no-such-skill", "--no-local", "--server", EXAMPLES, home=tmp_path
+    )
+    assert result.returncode != 0
+    assert "Traceback" in result.stderr
+
+
+def test_servers_come_from_an_mcp_servers_config_file(tmp_path: Path) -> None:
+    skills = tmp_path / "skills"
+    build_tree(skills)
+    config = tmp_path / "servers.json"
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "team": {
+                        "command": sys.executable,
+                        "args": ["-m", "skillward", "serve", str(skills)],
+                    }
+                }
+            }
+        )
+    )
+    result = run("list", "--json", "--no-local", "--config", str(config), home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "team:git-workflow" in {s["qualified"] for s in json.loads(result.stdout)["skills"]}
+
+
+def test_a_broken_config_file_is_a_usage_error(tmp_path: Path) -> None:
+    config = tmp_path / "servers.json"
+    config.write_text("{")
+    result = run("list", "--no-local", "--config", str(config), home=tmp_path)
+    assert result.returncode == 2
+    assert "servers.json" in result.stderr
+
+
+def test_demo_loads_a_skill_and_refuses_the_tampered_read(tmp_path: Path) -> None:
+    result = run("demo", home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "<skillward:catalog " in result.stdout
+    assert "<skillward:skill " in result.stdout
+    assert "DigestMismatch" in result.stdout
+    assert "differs from the listing" in result.stderr
+
+
+def test_help_documents_the_exit_codes(tmp_path: Path) -> None:
+    result = run("--help", home=tmp_path)
+    assert result.returncode == 0
+    for code in ("3 approval", "4 verification", "5 policy", "6 server"):
+        assert code in result.stdout
