@@ -10,28 +10,19 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import anyio
-import mcp_types as types
 from mcp import Client, StdioServerParameters
 from pydantic import BaseModel, ConfigDict
 
+from skillward._methods import SkillsListParams, SkillsListRequest
 from skillward.client import SkillsClient
 from skillward.servers import ServerSpec, StdioTransport
 
 SKILLS = 10_000
 PAGE_SIZE = "500"
 ROUNDS = 3
-
-
-class _Params(types.RequestParams):
-    cursor: str | None = None
-
-
-class _ListRequest(types.Request[_Params, Literal["skills/list"]]):
-    method: Literal["skills/list"] = "skills/list"
-    params: _Params
 
 
 class _Raw(BaseModel):
@@ -52,7 +43,7 @@ async def bare_listing(client: Client) -> int:
     count, cursor = 0, None
     while True:
         result: Any = await client.session.send_request(
-            _ListRequest(params=_Params(cursor=cursor)), _Raw
+            SkillsListRequest(params=SkillsListParams(cursor=cursor)), _Raw
         )
         extra = result.model_extra or {}
         count += len(extra["skills"])

@@ -25,13 +25,21 @@ import binascii
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Literal, NoReturn
+from typing import Any, NoReturn
 
 import anyio
 import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from skillward._methods import (
+    DirectoryReadParams,
+    DirectoryReadRequest,
+    SkillsGetParams,
+    SkillsGetRequest,
+    SkillsListParams,
+    SkillsListRequest,
+)
 from skillward.config import Limits
 from skillward.errors import (
     CapabilityMissing,
@@ -66,34 +74,6 @@ class _RawResult(BaseModel):
     """Any result object, kept as received; skillward validates it itself."""
 
     model_config = ConfigDict(extra="allow")
-
-
-class _ListParams(types.RequestParams):
-    cursor: str | None = None
-
-
-class _GetParams(types.RequestParams):
-    uri: str
-
-
-class _DirectoryParams(types.RequestParams):
-    uri: str
-    cursor: str | None = None
-
-
-class _ListRequest(types.Request[_ListParams, Literal["skills/list"]]):
-    method: Literal["skills/list"] = "skills/list"
-    params: _ListParams
-
-
-class _GetRequest(types.Request[_GetParams, Literal["skills/get"]]):
-    method: Literal["skills/get"] = "skills/get"
-    params: _GetParams
-
-
-class _DirectoryRequest(types.Request[_DirectoryParams, Literal["resources/directory/read"]]):
-    method: Literal["resources/directory/read"] = "resources/directory/read"
-    params: _DirectoryParams
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,7 +252,7 @@ class SkillsClient:
         return page
 
     async def _page(self, cursor: str | None, *, seen_entries: int) -> SkillsPage:
-        raw = await self._request(_ListRequest(params=_ListParams(cursor=cursor)))
+        raw = await self._request(SkillsListRequest(params=SkillsListParams(cursor=cursor)))
         skills = raw.get("skills")
         if isinstance(skills, list) and seen_entries + len(skills) > self.limits.max_list_entries:
             # Refuse before validating a single entry of an oversized listing.
@@ -328,7 +308,7 @@ class SkillsClient:
         self.capability()
 
         async def operation() -> SkillEntry:
-            raw = await self._request(_GetRequest(params=_GetParams(uri=uri)))
+            raw = await self._request(SkillsGetRequest(params=SkillsGetParams(uri=uri)))
             try:
                 result = GetSkillResult.model_validate(raw, context={"limits": self.limits})
             except ValidationError as exc:
@@ -371,7 +351,7 @@ class SkillsClient:
             cursor: str | None = None
             for _ in range(self.limits.max_list_pages):
                 raw = await self._request(
-                    _DirectoryRequest(params=_DirectoryParams(uri=uri, cursor=cursor))
+                    DirectoryReadRequest(params=DirectoryReadParams(uri=uri, cursor=cursor))
                 )
                 resources = raw.get("resources")
                 if isinstance(resources, list) and (

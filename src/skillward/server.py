@@ -45,6 +45,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from skillward._methods import DirectoryReadParams, SkillsGetParams, SkillsListParams
 from skillward._tree import TreeLimits, encode_segment, find_skill_dirs, walk_files
 from skillward.config import Limits
 from skillward.errors import FrontmatterError, InvalidEntry, SkillTooLarge
@@ -244,19 +245,6 @@ class SkillCatalog:
 
 
 # --- the mcp server ---------------------------------------------------------------------
-
-
-class SkillsListParams(types.RequestParams):
-    cursor: str | None = None
-
-
-class SkillsGetParams(types.RequestParams):
-    uri: str
-
-
-class DirectoryReadParams(types.RequestParams):
-    uri: str
-    cursor: str | None = None
 
 
 def _invalid(message: str) -> MCPError:

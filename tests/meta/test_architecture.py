@@ -14,6 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "skillward"
 # Third-party libraries each confined to the modules named here.
 CONFINED = {
     "mcp": {"client.py", "server.py"},
+    "mcp_types": {"client.py", "server.py", "_methods.py"},
     "keyring": {"_keys.py"},
     "platformdirs": {"_dirs.py"},
     "rich": {"prompts.py"},
