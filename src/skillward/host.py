@@ -70,6 +70,7 @@ from skillward.errors import (
     SizeMismatch,
     SkillChanged,
     SkillNotFound,
+    SkillTooLarge,
     SkillwardError,
     UnknownServer,
     UnlistedResource,
@@ -197,6 +198,8 @@ class SkillHost:
         self._sink = sink
         self._connections: dict[str, _Connection] = {}
         self._active: dict[SkillKey, Activation] = {}
+        # Bytes retrieved so far per dynamic skill: nothing else bounds them.
+        self._dynamic_spent: dict[SkillKey, int] = {}
 
     @property
     def limits(self) -> Limits:
@@ -362,18 +365,7 @@ class SkillHost:
     async def activate(self, reference: str) -> Activation:
         """Load a skill: ask the approver, fetch SKILL.md, verify it, and tag it."""
         record = await self.lookup(reference)
-        if record.entry is not None and record.entry.is_dynamic:
-            if not self.config.unsafe_allow_dynamic:
-                raise UnverifiableSkill(
-                    "this skill's content is dynamic and cannot be verified; it is not loaded",
-                    server=record.origin.label,
-                    uri=record.key.locator,
-                )
-            logger.warning(
-                "unsafe_allow_dynamic: loading unverifiable skill %s from %s",
-                record.key.locator,
-                record.origin.label,
-            )
+        self._check_dynamic(record)
         decision = await self.approver.decide(
             ActivationRequest(record, nested_in=self._enclosing(record))
         )
@@ -397,7 +389,11 @@ class SkillHost:
         label = record.origin.label
         connection = self._connection(label)
         try:
-            data = await self._fetch(connection, entry, entry.uri)
+            if entry.is_dynamic:
+                self._dynamic_spent[record.key] = 0
+                data = await self._fetch_dynamic(connection, record, entry.uri)
+            else:
+                data = await self._fetch(connection, entry, entry.uri)
             verified = verify_skill_md(entry, data, server=label, limits=self.limits)
         except (IntegrityError, FrontmatterError) as error:
             await self._after_failure(record, entry, error)
@@ -414,6 +410,21 @@ class SkillHost:
             unverifiable=entry.is_dynamic,
         )
         return Activation(record, block, entry)
+
+    def _check_dynamic(self, record: SkillRecord) -> None:
+        if record.entry is None or not record.entry.is_dynamic:
+            return
+        if not self.config.unsafe_allow_dynamic:
+            raise UnverifiableSkill(
+                "this skill's content is dynamic and cannot be verified; it is not loaded",
+                server=record.origin.label,
+                uri=record.key.locator,
+            )
+        logger.warning(
+            "unsafe_allow_dynamic: using unverifiable skill %s from %s",
+            record.key.locator,
+            record.origin.label,
+        )
 
     def _activate_local(self, record: SkillRecord) -> Activation:
         assert record.directory is not None
@@ -451,6 +462,25 @@ class SkillHost:
                 server=connection.client.label,
                 uri=uri,
             ) from None
+
+    async def _fetch_dynamic(self, connection: _Connection, record: SkillRecord, uri: str) -> bytes:
+        """A read of a dynamic skill, within what is left of its total-size budget."""
+        spent = self._dynamic_spent.get(record.key, 0)
+        left = self.limits.max_skill_bytes - spent
+        spent_error = SkillTooLarge(
+            f"the dynamic skill has reached {self.limits.max_skill_bytes} bytes; "
+            "nothing more of it is read",
+            server=record.origin.label,
+            uri=uri,
+        )
+        if left <= 0:
+            raise spent_error
+        try:
+            data = await connection.client.read_resource(uri, max_bytes=left)
+        except ResponseTooLarge:
+            raise spent_error from None
+        self._dynamic_spent[record.key] = spent + len(data)
+        return data
 
     async def _after_failure(
         self, record: SkillRecord, pinned: SkillEntry, error: SkillwardError
@@ -503,7 +533,8 @@ class SkillHost:
         label = record.origin.label
         connection = self._connection(label)
         if entry.is_dynamic:
-            data = await self._fetch(connection, entry, uri)
+            self._check_dynamic(record)
+            data = await self._fetch_dynamic(connection, record, uri)
             block = file_block(
                 origin=record.origin, uri=uri, digest=sha256_digest(data), data=data, verified=False
             )

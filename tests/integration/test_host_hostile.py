@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -37,7 +38,7 @@ from skillward.errors import (
 )
 from skillward.gates import CrossOriginRequest
 from skillward.host import HostConfig, SkillHost
-from skillward.server import build_skills_server, example_skills_dir
+from skillward.server import SkillCatalog, build_server, build_skills_server, example_skills_dir
 from skillward.servers import HttpTransport, InMemoryTransport, ServerSpec, StdioTransport
 from tests.support.hostile import build_hostile_server, build_hostile_tree
 from tests.support.servers import TRANSPORTS, http_server
@@ -443,3 +444,43 @@ async def test_a_nested_skill_asks_for_its_own_approval(tmp_path: Path) -> None:
             await host.activate("escalation")
             refunds = host.resolve("refunds").key
     assert [r.nested_in for r in approver.asked] == [(), (refunds,)]
+
+
+@pytest.mark.threat("T19")
+async def test_unsafe_allow_dynamic_loads_marked_unverifiable_and_warns_every_time(
+    dirs: tuple[Path, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    server, _ = build_hostile_server(dirs[0])
+    spec = ServerSpec(label="hostile", transport=InMemoryTransport(server=server))
+    config = HostConfig(unsafe_allow_dynamic=True)
+    with anyio.fail_after(30):
+        async with SkillHost(config=config, approver=Approving()) as host:
+            await host.connect(spec)
+            activation = await host.activate("dynamic")
+            block = await host.read_file("dynamic", "ref/guide.md")
+    assert "unverifiable" in activation.block.flags
+    assert not activation.block.verified
+    assert not block.verified
+    warnings = [r for r in caplog.records if "unsafe_allow_dynamic" in r.getMessage()]
+    assert len(warnings) == 2
+
+
+@pytest.mark.threat("T11")
+async def test_a_dynamic_skill_is_cut_off_at_the_total_size_limit(tmp_path: Path) -> None:
+    write(tmp_path, "dyn/SKILL.md", skill_md("dyn"))
+    write(tmp_path, "dyn/big.bin", b"\x00" * (9 * 1024 * 1024))
+
+    def dynamic(skill: Any) -> dict[str, Any]:
+        return {**skill.entry(), "resources": "dynamic"}
+
+    server = build_server(SkillCatalog.from_directory(tmp_path), transform_entry=dynamic)
+    spec = ServerSpec(label="dyn", transport=InMemoryTransport(server=server))
+    with anyio.fail_after(60):
+        async with SkillHost(
+            config=HostConfig(unsafe_allow_dynamic=True), approver=Approving()
+        ) as host:
+            await host.connect(spec)
+            await host.activate("dyn")
+            await host.read_file("dyn", "big.bin")
+            with pytest.raises(SkillTooLarge, match="dynamic skill has reached"):
+                await host.read_file("dyn", "big.bin")

@@ -1,0 +1,122 @@
+"""Local skill directories: bounded discovery, declined skills, confined reads."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from skillward._local import LocalSkillDir, default_local_dirs, discover, read_local_file
+from skillward._tree import TreeLimits
+from skillward.config import Limits
+from skillward.errors import FrontmatterError, InvalidEntry, InvalidUri, UsageError
+from tests.support.trees import skill_md, write
+
+LIMITS = Limits()
+TREE = TreeLimits(max_depth=6, max_entries=2000)
+
+
+def test_default_directories_follow_the_agents_skills_convention(tmp_path: Path) -> None:
+    project, user = default_local_dirs(cwd=tmp_path / "repo", home=tmp_path / "home")
+    assert (project.label, project.path) == ("project", tmp_path / "repo" / ".agents" / "skills")
+    assert (user.label, user.path) == ("user", tmp_path / "home" / ".agents" / "skills")
+
+
+def test_skills_are_discovered_with_name_description_and_relative_path(tmp_path: Path) -> None:
+    write(tmp_path, "pdf/SKILL.md", skill_md("pdf", "PDF tools"))
+    write(tmp_path, "team/review/SKILL.md", skill_md("review", "Code review"))
+    write(tmp_path, "README.md", b"not a skill")
+    origin, records, declined, _ = discover(
+        LocalSkillDir("project", tmp_path), limits=LIMITS, tree=TREE
+    )
+    assert origin.kind == "local"
+    assert [(r.name, r.path, r.description) for r in records] == [
+        ("pdf", "pdf", "PDF tools"),
+        ("review", "team/review", "Code review"),
+    ]
+    assert declined == []
+
+
+def test_a_missing_directory_is_simply_empty(tmp_path: Path) -> None:
+    _, records, declined, notes = discover(
+        LocalSkillDir("user", tmp_path / "absent"), limits=LIMITS, tree=TREE
+    )
+    assert (records, declined, notes) == ([], [], [])
+
+
+@pytest.mark.parametrize(
+    ("content", "error"),
+    [
+        (b"no frontmatter", FrontmatterError),
+        (b"---\nname: Bad_Name\ndescription: d\n---\n", InvalidEntry),
+        (b"---\nname: x\n---\n", InvalidEntry),
+        (b"---\nname: &a x\ndescription: d\n---\n", FrontmatterError),
+    ],
+)
+def test_unusable_skills_are_declined_with_the_reason(
+    tmp_path: Path, content: bytes, error: type[Exception]
+) -> None:
+    write(tmp_path, "x/SKILL.md", content)
+    _, records, declined, _ = discover(LocalSkillDir("project", tmp_path), limits=LIMITS, tree=TREE)
+    assert records == []
+    assert isinstance(declined[0].error, error)
+    assert declined[0].error.server == "project"
+
+
+def test_a_name_differing_from_its_folder_loads_with_a_note(tmp_path: Path) -> None:
+    write(tmp_path, "folder/SKILL.md", skill_md("other-name"))
+    _, records, _, notes = discover(LocalSkillDir("project", tmp_path), limits=LIMITS, tree=TREE)
+    assert [r.name for r in records] == ["other-name"]
+    assert any("differs from its folder" in n for n in notes)
+
+
+@pytest.mark.threat("T10")
+def test_symlinked_skill_folders_are_not_followed(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    write(outside, "evil/SKILL.md", skill_md("evil"))
+    skills = tmp_path / "skills"
+    skills.mkdir()
+    os.symlink(outside / "evil", skills / "evil")
+    _, records, _, notes = discover(LocalSkillDir("project", skills), limits=LIMITS, tree=TREE)
+    assert records == []
+    assert any("not followed" in n for n in notes)
+
+
+def test_discovery_is_bounded(tmp_path: Path) -> None:
+    for i in range(50):
+        write(tmp_path, f"s{i}/SKILL.md", skill_md(f"s{i}"))
+    _, records, _, notes = discover(
+        LocalSkillDir("project", tmp_path), limits=LIMITS, tree=TreeLimits(max_entries=20)
+    )
+    assert records == []
+    assert any("scan stopped" in n for n in notes)
+
+
+def test_files_inside_the_skill_are_read(tmp_path: Path) -> None:
+    write(tmp_path, "s/ref/guide.md", b"guide")
+    shown, data = read_local_file(tmp_path / "s", "ref/guide.md", limits=LIMITS)
+    assert data == b"guide"
+    assert shown.endswith("ref/guide.md")
+
+
+@pytest.mark.threat("T10")
+@pytest.mark.parametrize(
+    "path", ["../secret", "/etc/passwd", "ref/../../secret", "a\\b", "", "ref//x"]
+)
+def test_paths_leaving_the_skill_are_refused(tmp_path: Path, path: str) -> None:
+    write(tmp_path, "secret", b"secret")
+    write(tmp_path, "s/ref/guide.md", b"guide")
+    with pytest.raises((InvalidUri, UsageError)):
+        read_local_file(tmp_path / "s", path, limits=LIMITS)
+
+
+@pytest.mark.threat("T10")
+def test_reads_never_pass_through_a_symlink(tmp_path: Path) -> None:
+    write(tmp_path, "outside/secret.md", b"secret")
+    write(tmp_path, "s/SKILL.md", skill_md("s"))
+    os.symlink(tmp_path / "outside", tmp_path / "s" / "link")
+    os.symlink(tmp_path / "outside" / "secret.md", tmp_path / "s" / "direct.md")
+    for path in ("link/secret.md", "direct.md"):
+        with pytest.raises(UsageError):
+            read_local_file(tmp_path / "s", path, limits=LIMITS)
