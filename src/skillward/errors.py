@@ -32,6 +32,7 @@ __all__ = [
     "CrossOriginDenied",
     "DeadlineExceeded",
     "DigestMismatch",
+    "ExecutionDenied",
     "FrontmatterError",
     "FrontmatterMismatch",
     "IntegrityError",
@@ -280,6 +281,10 @@ class UnverifiableSkill(PolicyDenied):
 
 class CrossOriginDenied(PolicyDenied):
     """A read against another server was refused."""
+
+
+class ExecutionDenied(PolicyDenied):
+    """A code-execution tool call while acting on an MCP skill was refused."""
 
 
 # --- approvals ---------------------------------------------------------------------

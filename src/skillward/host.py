@@ -46,6 +46,7 @@ from skillward._local import (
 )
 from skillward._tree import TreeLimits, walk_files
 from skillward.approvals import ActivationRequest, Approver, Decision, DenyAll, entry_content
+from skillward.cache import CacheKey, ContentCache, NoCache
 from skillward.client import SkillsClient
 from skillward.config import Limits
 from skillward.context import (
@@ -63,6 +64,7 @@ from skillward.errors import (
     CapabilityMissing,
     ConfigError,
     CrossOriginDenied,
+    ExecutionDenied,
     FrontmatterError,
     IntegrityError,
     ResponseTooLarge,
@@ -76,8 +78,16 @@ from skillward.errors import (
     UnlistedResource,
     UnverifiableSkill,
 )
-from skillward.gates import CrossOriginGate, CrossOriginRequest, DenyCrossOrigin
+from skillward.gates import (
+    CrossOriginGate,
+    CrossOriginRequest,
+    DenyCrossOrigin,
+    DenyExecution,
+    ExecutionGate,
+    ExecutionRequest,
+)
 from skillward.origins import Origin, SkillKey
+from skillward.policy import NoPolicy, Policy
 from skillward.registry import Collision, Declined, Registry, SkillRecord, parse_reference
 from skillward.servers import ServerSpec, check_label
 from skillward.uris import ResourceUri, parse_uri, resolve_reference
@@ -188,11 +198,17 @@ class SkillHost:
         config: HostConfig | None = None,
         approver: Approver | None = None,
         cross_origin: CrossOriginGate | None = None,
+        execution: ExecutionGate | None = None,
+        policy: Policy | None = None,
+        cache: ContentCache | None = None,
         sink: ContextSink | None = None,
     ) -> None:
         self.config = config or HostConfig()
         self.approver: Approver = approver or DenyAll()
         self.cross_origin: CrossOriginGate = cross_origin or DenyCrossOrigin()
+        self.execution: ExecutionGate = execution or DenyExecution()
+        self.policy: Policy = policy or NoPolicy()
+        self.cache: ContentCache = cache or NoCache()
         self.registry = Registry()
         self.notes: list[str] = []
         self._sink = sink
@@ -228,6 +244,7 @@ class SkillHost:
     async def connect(self, spec: ServerSpec) -> None:
         """Connect ``spec`` and list its skills. Reads no resource."""
         label = check_label(spec.label)
+        self.policy.check_server(spec)
         if label in self._connections or any(o.label == label for o in self.registry.origins()):
             raise ConfigError(f"label {label!r} is already in use; labels are unique per host")
         stack = AsyncExitStack()
@@ -366,9 +383,10 @@ class SkillHost:
         """Load a skill: ask the approver, fetch SKILL.md, verify it, and tag it."""
         record = await self.lookup(reference)
         self._check_dynamic(record)
-        decision = await self.approver.decide(
-            ActivationRequest(record, nested_in=self._enclosing(record))
-        )
+        request = ActivationRequest(record, nested_in=self._enclosing(record))
+        # Policy first: no approval overrides what an administrator forbids.
+        self.policy.check_activation(request)
+        decision = await self.approver.decide(request)
         if decision is not Decision.APPROVE:
             raise ApprovalDenied(
                 f"loading skill {self.registry.qualified_ref(record)!r} was not approved",
@@ -397,6 +415,8 @@ class SkillHost:
             verified = verify_skill_md(entry, data, server=label, limits=self.limits)
         except (IntegrityError, FrontmatterError) as error:
             await self._after_failure(record, entry, error)
+        if verified.file.verified:
+            self.cache.put(CacheKey(label, entry.uri, verified.file.digest), verified.file.data)
         root = entry.root
         files = sorted(root.file_path(parse_uri(uri)) for uri in entry.manifest)
         block = skill_block(
@@ -452,7 +472,13 @@ class SkillHost:
         self._active.clear()
 
     async def _fetch(self, connection: _Connection, entry: SkillEntry, uri: str) -> bytes:
+        """Bytes for a listed file: from the cache if it has them (they are verified after
+        either way), else from the server, cut off above the listed size."""
         item = entry.manifest.get(uri)
+        if item is not None:
+            cached = self.cache.get(CacheKey(connection.client.label, uri, item.digest))
+            if cached is not None:
+                return cached
         cap = item.size if item is not None else self.limits.max_skill_bytes
         try:
             return await connection.client.read_resource(uri, max_bytes=cap)
@@ -545,6 +571,7 @@ class SkillHost:
             verified = verify_file(item, data, server=label)
         except IntegrityError as error:
             await self._after_failure(record, entry, error)
+        self.cache.put(CacheKey(label, uri, verified.digest), verified.data)
         block = file_block(
             origin=record.origin, uri=uri, digest=verified.digest, data=verified.data, verified=True
         )
@@ -665,6 +692,28 @@ class SkillHost:
                 origin=origin, uri=text, data=data, verified=False, digest=sha256_digest(data)
             )
         return self._emit(block)
+
+    # --- gates on the host's own tools ------------------------------------------------------
+
+    async def authorize_execution(self, tool: str, *, detail: str = "") -> None:
+        """Call before running a host code-execution tool the model asked for.
+
+        While any MCP skill is active, execution needs the execution gate's explicit
+        approval (deny by default); raises :class:`~skillward.errors.ExecutionDenied`.
+        With no MCP skill active, this returns without asking.
+        """
+        acting = tuple(sorted(k for k, a in self._active.items() if a.record.origin.is_mcp))
+        if not acting:
+            return
+        request = ExecutionRequest(tool=tool, acting=acting, detail=detail)
+        if await self.execution.decide(request) is not Decision.APPROVE:
+            labels = sorted({key.origin for key in acting})
+            raise ExecutionDenied(
+                f"running {tool!r} while acting on skills from {', '.join(map(repr, labels))} "
+                "needs explicit approval for those skills",
+                server=labels[0],
+                uri=acting[0].locator,
+            )
 
     # --- tools for the model ---------------------------------------------------------------
 

@@ -28,7 +28,7 @@ class Origin:
         return self.kind == "mcp"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, order=True)
 class SkillKey:
     """The identity of a skill: (origin label, locator), never flattened into one string.
 

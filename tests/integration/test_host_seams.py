@@ -1,0 +1,169 @@
+"""The host's seams: cache, policy and the execution gate, with their safe defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import pytest
+
+from skillward._local import LocalSkillDir
+from skillward.approvals import ActivationRequest, Decision
+from skillward.cache import CacheKey
+from skillward.errors import DigestMismatch, ExecutionDenied, PolicyDenied
+from skillward.gates import ExecutionRequest
+from skillward.host import HostConfig, SkillHost
+from skillward.servers import InMemoryTransport, ServerSpec
+from tests.support.hostile import HostileState, build_hostile_server, build_hostile_tree
+from tests.support.trees import skill_md, write
+
+pytestmark = pytest.mark.anyio
+
+
+@dataclass
+class Approving:
+    asked: list[ActivationRequest] = field(default_factory=list)
+
+    async def decide(self, request: ActivationRequest) -> Decision:
+        self.asked.append(request)
+        return Decision.APPROVE
+
+
+@dataclass
+class DictCache:
+    entries: dict[CacheKey, bytes] = field(default_factory=dict)
+
+    def get(self, key: CacheKey) -> bytes | None:
+        return self.entries.get(key)
+
+    def put(self, key: CacheKey, data: bytes) -> None:
+        self.entries[key] = data
+
+
+@dataclass
+class DenyingPolicy:
+    server: str | None = None
+    skill: str | None = None
+
+    def check_server(self, spec: ServerSpec) -> None:
+        if spec.label == self.server:
+            raise PolicyDenied(f"server {spec.label!r} is not allowed by policy")
+
+    def check_activation(self, request: ActivationRequest) -> None:
+        if request.record.name == self.skill:
+            raise PolicyDenied(f"skill {request.record.name!r} is not allowed by policy")
+
+
+@dataclass
+class Execution:
+    answer: Decision
+    asked: list[ExecutionRequest] = field(default_factory=list)
+
+    async def decide(self, request: ExecutionRequest) -> Decision:
+        self.asked.append(request)
+        return self.answer
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> tuple[ServerSpec, HostileState]:
+    build_hostile_tree(tmp_path)
+    server, state = build_hostile_server(tmp_path)
+    return ServerSpec(label="hostile", transport=InMemoryTransport(server=server)), state
+
+
+def reads(state: HostileState) -> list[str | None]:
+    return [uri for method, uri in state.requests if method == "resources/read"]
+
+
+@pytest.mark.threat("T17")
+async def test_a_cached_file_is_served_without_a_second_read(
+    hostile: tuple[ServerSpec, HostileState],
+) -> None:
+    spec, state = hostile
+    cache = DictCache()
+    with anyio.fail_after(30):
+        async with SkillHost(approver=Approving(), cache=cache) as host:
+            await host.connect(spec)
+            await host.activate("good")
+            first = await host.read_file("good", "ref/guide.md")
+            second = await host.read_file("good", "ref/guide.md")
+    assert reads(state) == ["skill://good/SKILL.md", "skill://good/ref/guide.md"]
+    assert first.content == second.content
+    assert {key.origin for key in cache.entries} == {"hostile"}
+
+
+@pytest.mark.threat("T17")
+async def test_tampered_cache_content_is_refused_like_a_tampered_read(
+    hostile: tuple[ServerSpec, HostileState],
+) -> None:
+    spec, _ = hostile
+    cache = DictCache()
+    with anyio.fail_after(30):
+        async with SkillHost(approver=Approving(), cache=cache) as host:
+            await host.connect(spec)
+            await host.activate("good")
+            await host.read_file("good", "ref/guide.md")
+            key = next(k for k in cache.entries if k.uri.endswith("guide.md"))
+            cache.entries[key] = b"guide for EVIL\n"
+            with pytest.raises(DigestMismatch):
+                await host.read_file("good", "ref/guide.md")
+
+
+async def test_a_policy_can_refuse_a_server(hostile: tuple[ServerSpec, HostileState]) -> None:
+    spec, state = hostile
+    with anyio.fail_after(30):
+        async with SkillHost(policy=DenyingPolicy(server="hostile")) as host:
+            with pytest.raises(PolicyDenied):
+                await host.connect(spec)
+            assert host.catalog() == []
+    assert state.requests == []
+
+
+async def test_policy_is_checked_before_the_approver_and_wins(
+    hostile: tuple[ServerSpec, HostileState],
+) -> None:
+    spec, state = hostile
+    approver = Approving()
+    with anyio.fail_after(30):
+        async with SkillHost(approver=approver, policy=DenyingPolicy(skill="good")) as host:
+            await host.connect(spec)
+            with pytest.raises(PolicyDenied):
+                await host.activate("good")
+    assert approver.asked == []
+    assert reads(state) == []
+
+
+@pytest.mark.threat("T13")
+async def test_execution_while_acting_on_an_mcp_skill_is_denied_by_default(
+    hostile: tuple[ServerSpec, HostileState], tmp_path: Path
+) -> None:
+    spec, _ = hostile
+    local = tmp_path / "local"
+    write(local, "mine/SKILL.md", skill_md("mine"))
+    config = HostConfig(local_dirs=(LocalSkillDir("project", local),))
+    with anyio.fail_after(30):
+        async with SkillHost(config=config, approver=Approving()) as host:
+            await host.connect(spec)
+            await host.authorize_execution("bash")  # nothing is active: no gate
+            await host.activate("project:mine")
+            await host.authorize_execution("bash")  # only a local skill is active
+            await host.activate("good")
+            with pytest.raises(ExecutionDenied) as info:
+                await host.authorize_execution("bash", detail="python scripts/run.py")
+    assert info.value.server == "hostile"
+    assert "explicit approval" in str(info.value)
+
+
+@pytest.mark.threat("T13")
+async def test_the_execution_gate_is_asked_with_the_acting_skills(
+    hostile: tuple[ServerSpec, HostileState],
+) -> None:
+    spec, _ = hostile
+    gate = Execution(Decision.APPROVE)
+    with anyio.fail_after(30):
+        async with SkillHost(approver=Approving(), execution=gate) as host:
+            await host.connect(spec)
+            activation = await host.activate("good")
+            await host.authorize_execution("bash", detail="ls")
+    assert gate.asked == [ExecutionRequest("bash", (activation.record.key,), "ls")]
