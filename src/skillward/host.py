@@ -595,7 +595,10 @@ class SkillHost:
             assert entry is not None
             if not (parsed.is_within(entry.root) or uri == str(entry.root)):
                 continue
-            if uri in entry.manifest or (entry.is_dynamic and parsed.is_within(entry.root)):
+            if entry.is_dynamic:
+                # No manifest to hold it to: a live read, unverified and budgeted.
+                return await self._dynamic_read(connection, activation, uri)
+            if uri in entry.manifest:
                 return await self._read_skill_file(activation.record, entry, uri)
             if uri == str(entry.root) or any(m.startswith(uri + "/") for m in entry.manifest):
                 return await self._skill_directory(connection, activation, uri)
@@ -604,6 +607,37 @@ class SkillHost:
             )
             await self._after_failure(activation.record, entry, error)
         return await self._ordinary_read(connection, parsed)
+
+    async def _dynamic_read(
+        self, connection: _Connection, activation: Activation, uri: str
+    ) -> ContextBlock:
+        entry = activation.entry
+        assert entry is not None
+        if uri != str(entry.root):
+            try:
+                return await self._read_skill_file(activation.record, entry, uri)
+            except ServerRejected:
+                if not self._has_directory_read(connection):
+                    raise
+        return await self._live_directory(connection, activation.record.origin, uri)
+
+    def _has_directory_read(self, connection: _Connection) -> bool:
+        return connection.skills and connection.client.capability().directory_read
+
+    async def _live_directory(
+        self, connection: _Connection, origin: Origin, uri: str
+    ) -> ContextBlock:
+        """A directory as the server lists it now: untrusted, direct children only."""
+        prefix = uri + "/"
+        children = [
+            (child.uri.removeprefix(prefix), child.is_directory)
+            for child in await connection.client.read_directory(uri)
+            # Anything but a direct child is malformed, and not shown as one.
+            if child.uri.startswith(prefix)
+            and "/" not in child.uri.removeprefix(prefix)
+            and child.uri != prefix
+        ]
+        return self._emit(directory_block(origin=origin, uri=uri, children=children))
 
     async def _check_cross_origin(self, server: str, uri: str) -> None:
         acting = tuple(
@@ -637,7 +671,7 @@ class SkillHost:
                 head, slash, _ = member[len(prefix) :].partition("/")
                 children[head] = children.get(head, False) or bool(slash)
         hidden = 0
-        if connection.skills and connection.client.capability().directory_read:
+        if self._has_directory_read(connection):
             live = await connection.client.read_directory(uri)
             known = {prefix + name for name in children}
             hidden = sum(1 for child in live if child.uri not in known)
@@ -677,11 +711,10 @@ class SkillHost:
                 ) from None
             raise
         except ServerRejected:
-            if not (connection.skills and connection.client.capability().directory_read):
+            # Perhaps a directory: SEP-2640 lets read_resource route those to a listing.
+            if not self._has_directory_read(connection):
                 raise
-            children = await connection.client.read_directory(text)
-            names = [(child.uri.removeprefix(text + "/"), child.is_directory) for child in children]
-            return self._emit(directory_block(origin=origin, uri=text, children=names))
+            return await self._live_directory(connection, origin, text)
         if item is not None:
             verified = verify_file(item, data, server=label)
             block = resource_block(

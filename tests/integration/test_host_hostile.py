@@ -484,3 +484,17 @@ async def test_a_dynamic_skill_is_cut_off_at_the_total_size_limit(tmp_path: Path
             await host.read_file("dyn", "big.bin")
             with pytest.raises(SkillTooLarge, match="dynamic skill has reached"):
                 await host.read_file("dyn", "big.bin")
+
+
+async def test_read_resource_of_a_directory_lists_its_direct_children(w: World) -> None:
+    with anyio.fail_after(30):
+        block = await w.host.read_resource("trusted", "skill://acme/billing/refunds")
+    assert block.kind == "directory"
+    assert block.children == (
+        ("SKILL.md", False),
+        ("escalation", True),
+        ("policy", True),
+        ("templates", True),
+    )
+    assert block.origin is not None
+    assert block.origin.label == "trusted"

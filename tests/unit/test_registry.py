@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from skillward.errors import AmbiguousName, ConfigError, SkillNotFound, UnknownServer, UsageError
 from skillward.origins import Origin, SkillKey
@@ -171,3 +173,15 @@ def test_replacing_an_origin_drops_its_old_records(registry: Registry) -> None:
 def test_a_label_cannot_change_kind(registry: Registry) -> None:
     with pytest.raises(ConfigError):
         registry.set_origin(Origin("local", "acme"), [])
+
+
+@given(st.text(max_size=80))
+def test_any_reference_text_parses_or_is_a_usage_error(text: str) -> None:
+    try:
+        ref = parse_reference(text)
+    except UsageError:
+        return
+    assert ref.kind in ("name", "path", "uri")
+    assert ref.value
+    if ref.label is not None:
+        assert text.startswith(ref.label + ":")

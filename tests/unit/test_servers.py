@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from skillward.errors import ConfigError
 from skillward.servers import (
@@ -89,3 +91,21 @@ def test_server_option_takes_a_url_or_a_shell_quoted_command() -> None:
 def test_bad_server_options_are_config_errors(option: str) -> None:
     with pytest.raises(ConfigError):
         parse_server_option(option)
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@given(st.dictionaries(st.sampled_from(["acme", "Bad", "x-y"]), _json, max_size=3))
+def test_any_server_config_parses_or_is_a_config_error(config: dict[str, object]) -> None:
+    try:
+        specs = parse_mcp_servers({"mcpServers": config})
+    except ConfigError:
+        return
+    assert set(specs) <= set(config)
