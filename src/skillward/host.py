@@ -38,6 +38,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, NoReturn, Self
 
+import anyio
+
 from skillward._local import (
     LocalSkillDir,
     discover,
@@ -256,7 +258,8 @@ class SkillHost:
         except BaseException:
             self._connections.pop(label, None)
             self.registry.remove_origin(label)
-            await stack.aclose()
+            with anyio.CancelScope(shield=True):  # close the session even when cancelled
+                await stack.aclose()
             raise
 
     async def _list(self, connection: _Connection) -> None:

@@ -149,6 +149,8 @@ class Registry:
         self._origins: dict[str, Origin] = {}
         self._records: dict[SkillKey, SkillRecord] = {}
         self._declined: dict[str, list[Declined]] = defaultdict(list)
+        # Name -> keys, so name lookups stay linear in the catalog, not quadratic.
+        self._names: dict[str, set[SkillKey]] = defaultdict(set)
 
     # --- maintenance ----------------------------------------------------------------
 
@@ -173,13 +175,22 @@ class Registry:
         """Add or replace one record (for example an unlisted skill, or a refreshed entry)."""
         if record.origin.label not in self._origins:
             raise UnknownServer(f"no origin labelled {record.origin.label!r}")
+        self._forget(record.key)
         self._records[record.key] = record
+        self._names[record.name].add(record.key)
+
+    def _forget(self, key: SkillKey) -> None:
+        old = self._records.pop(key, None)
+        if old is not None:
+            self._names[old.name].discard(key)
+            if not self._names[old.name]:
+                del self._names[old.name]
 
     def remove_origin(self, label: str) -> None:
         self._origins.pop(label, None)
         self._declined.pop(label, None)
         for key in [k for k in self._records if k.origin == label]:
-            del self._records[key]
+            self._forget(key)
 
     # --- queries ------------------------------------------------------------------------
 
@@ -203,14 +214,14 @@ class Registry:
 
     def qualified_ref(self, record: SkillRecord) -> str:
         """``LABEL:NAME``, or ``LABEL:PATH`` when the origin has the name more than once."""
-        same = [r for r in self._records.values() if r.origin.label == record.origin.label]
-        if sum(r.name == record.name for r in same) > 1:
+        namesakes = self._names.get(record.name, set())
+        if sum(key.origin == record.origin.label for key in namesakes) > 1:
             return f"{record.origin.label}:{record.path}"
         return f"{record.origin.label}:{record.name}"
 
     def display_ref(self, record: SkillRecord) -> str:
         """The bare name when no other skill anywhere shares it, else the qualified form."""
-        if sum(r.name == record.name for r in self._records.values()) > 1:
+        if len(self._names.get(record.name, ())) > 1:
             return self.qualified_ref(record)
         return record.name
 
@@ -225,7 +236,8 @@ class Registry:
             self.origin(ref.label)
             pool = [r for r in pool if r.origin.label == ref.label]
         if ref.kind == "name":
-            matches = [r for r in pool if r.name == ref.value]
+            keys = self._names.get(ref.value, set())
+            matches = [r for r in pool if r.key in keys]
         elif ref.kind == "path":
             matches = [r for r in pool if r.path == ref.value]
         else:
