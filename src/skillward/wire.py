@@ -69,7 +69,8 @@ DIRECTORY_MIME_TYPE = "inode/directory"
 DYNAMIC = "dynamic"
 
 _NAME_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")
-_DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}\Z")
+# Checked by pydantic-core; "$" there matches only at the very end, never before a newline.
+_DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 _MAX_NAME = 64
 _MAX_DESCRIPTION = 1024
 
@@ -122,12 +123,6 @@ def _check_description(text: str) -> str:
     return text
 
 
-def _check_digest(digest: str) -> str:
-    if not _DIGEST_RE.match(digest):
-        raise ValueError("digest must be 'sha256:' followed by 64 lowercase hex characters")
-    return digest
-
-
 def _limits(info: ValidationInfo) -> Limits:
     context = info.context
     if isinstance(context, Mapping):
@@ -157,22 +152,14 @@ class SkillsCapability(WireModel):
 
 
 class ResourceItem(WireModel):
-    """One file of a skill: its URI, SHA-256 digest and byte size."""
+    """One file of a skill: its URI, SHA-256 digest and byte size.
+
+    The URI is parsed, and proven to lie inside the skill, by the entry that lists it.
+    """
 
     uri: StrictStr
-    digest: Annotated[StrictStr, AfterValidator(_check_digest)]
+    digest: Annotated[StrictStr, Field(pattern=_DIGEST_PATTERN)]
     size: Annotated[StrictInt, Field(ge=0)]
-
-    _parsed: ResourceUri = PrivateAttr()
-
-    @model_validator(mode="after")
-    def _parse_uri(self) -> Self:
-        self._parsed = parse_uri(self.uri)
-        return self
-
-    @property
-    def parsed_uri(self) -> ResourceUri:
-        return self._parsed
 
 
 class Frontmatter(WireModel):
@@ -243,7 +230,11 @@ class SkillEntry(WireModel):
             if item.uri in seen:
                 raise ValueError(f"resources lists {item.uri[:200]!r} more than once")
             seen.add(item.uri)
-            if not item.parsed_uri.is_within(root):
+            try:
+                inside = parse_uri(item.uri).is_within(root)
+            except InvalidUri as exc:
+                raise ValueError(f"resources item {item.uri[:200]!r}: {exc.message}") from None
+            if not inside:
                 raise ValueError(f"resources item {item.uri[:200]!r} is outside the skill root")
             total += item.size
         if self.uri not in seen:
