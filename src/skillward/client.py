@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import anyio
+import anyio.lowlevel
 import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -231,11 +232,24 @@ class SkillsClient:
 
     async def _run(self, operation: Callable[[], Any], *, uri: str | None = None) -> Any:
         """Run one operation under the overall deadline, translating every failure."""
-        try:
-            with anyio.fail_after(self.limits.operation_timeout):
+        deadline = anyio.current_time() + self.limits.operation_timeout
+        with anyio.CancelScope(deadline=deadline) as scope:
+            try:
                 return await operation()
-        except BaseException as error:
-            _reraise(error, server=self.label, uri=uri)
+            except BaseException as error:
+                if scope.cancel_called:
+                    # The deadline fired; the SDK may surface that as any error at all.
+                    raise DeadlineExceeded(
+                        f"the operation did not finish within {self.limits.operation_timeout} s",
+                        server=self.label,
+                        uri=uri,
+                    ) from error
+                _reraise(error, server=self.label, uri=uri)
+        raise DeadlineExceeded(
+            f"the operation did not finish within {self.limits.operation_timeout} s",
+            server=self.label,
+            uri=uri,
+        )
 
     async def _request(self, request: Any) -> dict[str, Any]:
         result = await self._client.session.send_request(request, _RawResult)
@@ -277,6 +291,9 @@ class SkillsClient:
             first: SkillsPage | None = None
             pages = 0
             while True:
+                # In-process servers may answer without ever suspending; yield so the
+                # deadline can fire between pages.
+                await anyio.lowlevel.checkpoint()
                 if pages >= self.limits.max_list_pages:
                     raise ListingRunaway(
                         f"the listing did not end within {self.limits.max_list_pages} pages"
@@ -350,6 +367,7 @@ class SkillsClient:
             seen: set[str] = set()
             cursor: str | None = None
             for _ in range(self.limits.max_list_pages):
+                await anyio.lowlevel.checkpoint()
                 raw = await self._request(
                     DirectoryReadRequest(params=DirectoryReadParams(uri=uri, cursor=cursor))
                 )
