@@ -10,7 +10,7 @@ import json
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ import anyio
 import pytest
 
 from skillward._local import LocalSkillDir
-from skillward.approvals import ActivationRequest, Decision
+from skillward.approvals import Decision
 from skillward.context import ContextBlock
 from skillward.errors import (
     AmbiguousName,
@@ -40,33 +40,13 @@ from skillward.gates import CrossOriginRequest
 from skillward.host import HostConfig, SkillHost
 from skillward.server import SkillCatalog, build_server, build_skills_server, example_skills_dir
 from skillward.servers import HttpTransport, InMemoryTransport, ServerSpec, StdioTransport
+from tests.support.doubles import Approving, CrossOrigin
 from tests.support.hostile import build_hostile_server, build_hostile_tree
 from tests.support.servers import TRANSPORTS, http_server
 from tests.support.trees import skill_md, write
 
 pytestmark = pytest.mark.anyio
 REPO_ROOT = str(Path(__file__).resolve().parents[2])
-
-
-@dataclass
-class Approving:
-    """An approver that says yes, and remembers what it was asked."""
-
-    asked: list[ActivationRequest] = field(default_factory=list)
-
-    async def decide(self, request: ActivationRequest) -> Decision:
-        self.asked.append(request)
-        return Decision.APPROVE
-
-
-@dataclass
-class CrossOrigin:
-    answer: Decision = Decision.DENY
-    asked: list[CrossOriginRequest] = field(default_factory=list)
-
-    async def decide(self, request: CrossOriginRequest) -> Decision:
-        self.asked.append(request)
-        return self.answer
 
 
 @dataclass

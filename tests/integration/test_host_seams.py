@@ -15,19 +15,11 @@ from skillward.errors import DigestMismatch, ExecutionDenied, PolicyDenied
 from skillward.gates import ExecutionRequest
 from skillward.host import HostConfig, SkillHost
 from skillward.servers import InMemoryTransport, ServerSpec
+from tests.support.doubles import Approving
 from tests.support.hostile import HostileState, build_hostile_server, build_hostile_tree
 from tests.support.trees import skill_md, write
 
 pytestmark = pytest.mark.anyio
-
-
-@dataclass
-class Approving:
-    asked: list[ActivationRequest] = field(default_factory=list)
-
-    async def decide(self, request: ActivationRequest) -> Decision:
-        self.asked.append(request)
-        return Decision.APPROVE
 
 
 @dataclass

@@ -1,0 +1,31 @@
+"""Test doubles for the host's seams: each implements the real protocol and records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from skillward.approvals import ActivationRequest, Decision
+from skillward.gates import CrossOriginRequest
+
+
+@dataclass
+class Approving:
+    """An approver that says yes, and remembers what it was asked."""
+
+    asked: list[ActivationRequest] = field(default_factory=list)
+
+    async def decide(self, request: ActivationRequest) -> Decision:
+        self.asked.append(request)
+        return Decision.APPROVE
+
+
+@dataclass
+class CrossOrigin:
+    """A cross-origin gate with a settable answer (deny unless told otherwise)."""
+
+    answer: Decision = Decision.DENY
+    asked: list[CrossOriginRequest] = field(default_factory=list)
+
+    async def decide(self, request: CrossOriginRequest) -> Decision:
+        self.asked.append(request)
+        return self.answer
