@@ -184,7 +184,9 @@ class TerminalApprover:
         self.terminal.err.print(Panel(self.describe(request), title="approval", expand=False))
 
         def ask() -> bool:
-            answer: Any = Confirm.ask("Load it?", default=False, console=self.terminal.err)
+            answer: Any = Confirm.ask(
+                "Load it?", default=False, console=self.terminal.err, stream=self.stdin
+            )
             return bool(answer)
 
         approved = await anyio.to_thread.run_sync(ask)
