@@ -87,3 +87,23 @@ def test_public_api_has_an_explicit_all() -> None:
     assert skillward.__all__
     for name in skillward.__all__:
         assert hasattr(skillward, name), name
+
+
+def test_only_the_command_line_imports_the_reference_server() -> None:
+    for path in MODULES:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            imported = any(n == "skillward.server" for n in names) or (
+                isinstance(node, ast.ImportFrom)
+                and node.module == "skillward"
+                and any(a.name == "server" for a in node.names)
+            )
+            if imported:
+                assert path.name in {"cli.py", "server.py"}, f"{path.name} imports the server"
