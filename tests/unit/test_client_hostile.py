@@ -9,11 +9,13 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from skillward.client import SkillsClient
+from skillward.client import SkillsClient, _exact_bytes
 from skillward.config import Limits
 from skillward.errors import (
     CapabilityMissing,
@@ -287,3 +289,27 @@ async def test_errors_in_the_callers_own_code_are_not_relabelled() -> None:
     with anyio.fail_after(5), pytest.raises(KeyError):
         async with SkillsClient.connect(hostile(skills_list=fine)):
             raise KeyError("the host's bug")
+
+
+@given(st.binary(max_size=2048))
+def test_any_blob_round_trips_byte_exact(data: bytes) -> None:
+    result = types.ReadResourceResult(
+        contents=[
+            types.BlobResourceContents(uri="skill://s/a", blob=base64.b64encode(data).decode())
+        ]
+    )
+    assert _exact_bytes(result, "skill://s/a", 4096) == data
+
+
+@given(st.text(max_size=300), st.integers(min_value=1, max_value=400))
+def test_any_server_text_or_blob_gives_bytes_or_a_typed_error(text: str, cap: int) -> None:
+    for item in (
+        types.TextResourceContents(uri="skill://s/a", text=text),
+        types.BlobResourceContents(uri="skill://s/a", blob=text),
+    ):
+        result = types.ReadResourceResult(contents=[item])
+        try:
+            data = _exact_bytes(result, "skill://s/a", cap)
+        except (InvalidResponse, ResponseTooLarge):
+            continue
+        assert len(data) <= cap
