@@ -69,9 +69,12 @@ def read_skill_md(directory: Path, *, limits: Limits, label: str) -> tuple[bytes
 
 
 def discover(
-    source: LocalSkillDir, *, limits: Limits, tree: TreeLimits
+    source: LocalSkillDir, *, limits: Limits
 ) -> tuple[Origin, list[SkillRecord], list[Declined], list[str]]:
     """Every skill under ``source``: (origin, records, declined, notes)."""
+    tree = TreeLimits(
+        max_depth=limits.max_local_scan_depth, max_entries=limits.max_local_scan_entries
+    )
     origin = Origin("local", source.label, str(source.path))
     records: list[SkillRecord] = []
     declined: list[Declined] = []

@@ -42,6 +42,10 @@ class Limits:
     max_list_pages: int = 1000
     #: Entries one listing walk may collect.
     max_list_entries: int = 20_000
+    #: Folder levels scanned below a local skills directory.
+    max_local_scan_depth: int = 6
+    #: Directory entries one local skills directory scan may visit.
+    max_local_scan_entries: int = 2000
     #: Children one directory walk may collect.
     max_directory_entries: int = 10_000
     #: Decoded bytes of one resource read (a single file can't exceed the skill cap).

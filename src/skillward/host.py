@@ -137,10 +137,6 @@ class HostConfig:
     limits: Limits = field(default_factory=Limits)
     #: Local skill directories to discover on entry (see ``default_local_dirs()``).
     local_dirs: tuple[LocalSkillDir, ...] = ()
-    #: Bounds on scanning one local skill directory.
-    local_scan: TreeLimits = field(
-        default_factory=lambda: TreeLimits(max_depth=6, max_entries=2000)
-    )
     #: Load skills whose ``resources`` is "dynamic": their content cannot be verified.
     unsafe_allow_dynamic: bool = False
 
@@ -293,9 +289,7 @@ class SkillHost:
         check_label(source.label)
         if source.label in self._connections:
             raise ConfigError(f"label {source.label!r} is already used by a server")
-        origin, records, declined, notes = discover(
-            source, limits=self.limits, tree=self.config.local_scan
-        )
+        origin, records, declined, notes = discover(source, limits=self.limits)
         self.registry.set_origin(origin, records, declined)
         self.notes.extend(notes)
 

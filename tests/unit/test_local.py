@@ -8,13 +8,11 @@ from pathlib import Path
 import pytest
 
 from skillward._local import LocalSkillDir, default_local_dirs, discover, read_local_file
-from skillward._tree import TreeLimits
 from skillward.config import Limits
 from skillward.errors import FrontmatterError, InvalidEntry, InvalidUri, UsageError
 from tests.support.trees import skill_md, write
 
 LIMITS = Limits()
-TREE = TreeLimits(max_depth=6, max_entries=2000)
 
 
 def test_default_directories_follow_the_agents_skills_convention(tmp_path: Path) -> None:
@@ -27,9 +25,7 @@ def test_skills_are_discovered_with_name_description_and_relative_path(tmp_path:
     write(tmp_path, "pdf/SKILL.md", skill_md("pdf", "PDF tools"))
     write(tmp_path, "team/review/SKILL.md", skill_md("review", "Code review"))
     write(tmp_path, "README.md", b"not a skill")
-    origin, records, declined, _ = discover(
-        LocalSkillDir("project", tmp_path), limits=LIMITS, tree=TREE
-    )
+    origin, records, declined, _ = discover(LocalSkillDir("project", tmp_path), limits=LIMITS)
     assert origin.kind == "local"
     assert [(r.name, r.path, r.description) for r in records] == [
         ("pdf", "pdf", "PDF tools"),
@@ -40,7 +36,7 @@ def test_skills_are_discovered_with_name_description_and_relative_path(tmp_path:
 
 def test_a_missing_directory_is_simply_empty(tmp_path: Path) -> None:
     _, records, declined, notes = discover(
-        LocalSkillDir("user", tmp_path / "absent"), limits=LIMITS, tree=TREE
+        LocalSkillDir("user", tmp_path / "absent"), limits=LIMITS
     )
     assert (records, declined, notes) == ([], [], [])
 
@@ -58,7 +54,7 @@ def test_unusable_skills_are_declined_with_the_reason(
     tmp_path: Path, content: bytes, error: type[Exception]
 ) -> None:
     write(tmp_path, "x/SKILL.md", content)
-    _, records, declined, _ = discover(LocalSkillDir("project", tmp_path), limits=LIMITS, tree=TREE)
+    _, records, declined, _ = discover(LocalSkillDir("project", tmp_path), limits=LIMITS)
     assert records == []
     assert isinstance(declined[0].error, error)
     assert declined[0].error.server == "project"
@@ -66,7 +62,7 @@ def test_unusable_skills_are_declined_with_the_reason(
 
 def test_a_name_differing_from_its_folder_loads_with_a_note(tmp_path: Path) -> None:
     write(tmp_path, "folder/SKILL.md", skill_md("other-name"))
-    _, records, _, notes = discover(LocalSkillDir("project", tmp_path), limits=LIMITS, tree=TREE)
+    _, records, _, notes = discover(LocalSkillDir("project", tmp_path), limits=LIMITS)
     assert [r.name for r in records] == ["other-name"]
     assert any("differs from its folder" in n for n in notes)
 
@@ -78,7 +74,7 @@ def test_symlinked_skill_folders_are_not_followed(tmp_path: Path) -> None:
     skills = tmp_path / "skills"
     skills.mkdir()
     os.symlink(outside / "evil", skills / "evil")
-    _, records, _, notes = discover(LocalSkillDir("project", skills), limits=LIMITS, tree=TREE)
+    _, records, _, notes = discover(LocalSkillDir("project", skills), limits=LIMITS)
     assert records == []
     assert any("not followed" in n for n in notes)
 
@@ -87,7 +83,7 @@ def test_discovery_is_bounded(tmp_path: Path) -> None:
     for i in range(50):
         write(tmp_path, f"s{i}/SKILL.md", skill_md(f"s{i}"))
     _, records, _, notes = discover(
-        LocalSkillDir("project", tmp_path), limits=LIMITS, tree=TreeLimits(max_entries=20)
+        LocalSkillDir("project", tmp_path), limits=Limits(max_local_scan_entries=20)
     )
     assert records == []
     assert any("scan stopped" in n for n in notes)
