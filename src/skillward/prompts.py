@@ -77,9 +77,10 @@ class Terminal:
         declined: Sequence[Declined],
     ) -> None:
         table = Table(title="Skills", show_lines=False)
-        table.add_column("reference")
-        table.add_column("qualified")
-        table.add_column("origin")
+        # References are identities: wrap them, never cut them short with an ellipsis.
+        table.add_column("reference", overflow="fold")
+        table.add_column("qualified", overflow="fold")
+        table.add_column("origin", overflow="fold")
         table.add_column("description", overflow="fold")
         for item, full in zip(items, qualified, strict=True):
             origin = _origin(item.origin.kind, item.origin.label)
@@ -124,9 +125,9 @@ class Terminal:
                 self.out.print("[yellow]resources: dynamic (content cannot be verified)[/yellow]")
                 return
             table = Table(title=f"{len(entry.manifest)} files, {_size(entry.total_size)}")
-            table.add_column("file")
+            table.add_column("file", overflow="fold")
             table.add_column("size", justify="right")
-            table.add_column("digest")
+            table.add_column("digest", overflow="fold")
             for uri in sorted(entry.manifest):
                 item = entry.manifest[uri]
                 table.add_row(_safe(uri), str(item.size), item.digest)

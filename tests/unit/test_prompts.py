@@ -98,3 +98,13 @@ def test_catalog_output_escapes_server_text() -> None:
     shown = out.getvalue()
     assert "\x1b" not in shown
     assert "\u202e" not in shown
+
+
+def test_narrow_terminals_wrap_references_instead_of_cutting_them() -> None:
+    out = io.StringIO()
+    term = Terminal(out=out)
+    term.out.width = 50
+    rec = record()
+    long_ref = "a-server-label:acme/billing/refunds-and-more"
+    term.catalog([CatalogItem(long_ref, "refunds", "d", rec.origin)], [long_ref], [], [])
+    assert "…" not in out.getvalue()
