@@ -34,7 +34,6 @@ from skillward.servers import (
 __all__ = ["EXIT_CODES", "main"]
 
 EXIT_OK = 0
-EXIT_USAGE = 2
 #: Documented in the README and docs/cli.md.
 EXIT_CODES = {
     0: "success",

@@ -63,7 +63,7 @@ class Terminal:
     def note(self, text: str) -> None:
         self.err.print(f"[dim]{_safe(text, 500)}[/dim]")
 
-    def error(self, error: SkillwardError, *, debug_hint: bool = True) -> None:
+    def error(self, error: SkillwardError) -> None:
         line = f"[red]skillward:[/red] {_safe(str(error), 2000)}"
         if error.hint:
             line += f"\n  [dim]hint: {_safe(error.hint, 500)}[/dim]"

@@ -225,9 +225,6 @@ class Registry:
             return self.qualified_ref(record)
         return record.name
 
-    def find_uri(self, label: str, uri: str) -> SkillRecord | None:
-        return self._records.get(SkillKey(label, uri))
-
     def resolve(self, reference: str | Reference) -> SkillRecord:
         """The one skill ``reference`` names, or raise; never guesses between origins."""
         ref = reference if isinstance(reference, Reference) else parse_reference(reference)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from mcp.server import Server
 
 from skillward._local import LocalSkillDir
 from skillward.approvals import ActivationRequest, Decision
@@ -159,3 +160,31 @@ async def test_the_execution_gate_is_asked_with_the_acting_skills(
             activation = await host.activate("good")
             await host.authorize_execution("bash", detail="ls")
     assert gate.asked == [ExecutionRequest("bash", (activation.record.key,), "ls")]
+
+
+async def test_a_server_without_the_extension_connects_with_a_note_and_no_skills() -> None:
+    spec = ServerSpec(label="plain", transport=InMemoryTransport(server=Server("plain")))
+    with anyio.fail_after(30):
+        async with SkillHost() as host:
+            await host.connect(spec)
+            assert host.catalog() == []
+            note = host.server_note("plain")
+    assert note is not None
+    assert "does not declare" in note
+
+
+async def test_refresh_lists_again_and_picks_up_a_changed_entry(
+    hostile: tuple[ServerSpec, HostileState],
+) -> None:
+    spec, state = hostile
+    with anyio.fail_after(30):
+        async with SkillHost(approver=Approving()) as host:
+            await host.connect(spec)
+            before = host.resolve("rotating").entry
+            await host.activate("rotating")  # the hostile server rotates a file now
+            await host.refresh("hostile")
+            after = host.resolve("rotating").entry
+    assert before is not None
+    assert after is not None
+    assert before.manifest != after.manifest
+    assert [m for m, _ in state.requests].count("skills/list") >= 2

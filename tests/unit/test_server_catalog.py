@@ -136,6 +136,9 @@ def test_decorator_registers_skill_directories_at_their_skill_paths(tmp_path: Pa
     catalog = skills.catalog()
     assert list(catalog.skills) == ["skill://acme/billing/refunds/SKILL.md"]
     assert "skill://acme/billing/refunds/templates/a.md" in catalog.files
+    server = skills.build()
+    assert server.name == "acme-skills"
+    assert server.extensions == {"io.modelcontextprotocol/skills": {"directoryRead": True}}
 
 
 def test_bundled_examples_are_all_servable() -> None:
