@@ -9,12 +9,10 @@ from its folder is loaded with a note.
 
 from __future__ import annotations
 
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from skillward._tree import TreeLimits, find_skill_dirs
+from skillward._tree import TreeLimits, find_skill_dirs, read_regular_file
 from skillward.config import Limits
 from skillward.errors import InvalidEntry, InvalidUri, SkillwardError, UsageError
 from skillward.frontmatter import SkillDocument, parse_skill_md
@@ -46,23 +44,11 @@ def default_local_dirs(
     )
 
 
-def _read_regular(path: Path, max_bytes: int) -> bytes:
-    """Read a regular file without following a symlink at the last component."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise OSError(f"{path} is not a regular file")
-        data = handle.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise OSError(f"{path} is larger than {max_bytes} bytes")
-    return data
-
-
 def read_skill_md(directory: Path, *, limits: Limits, label: str) -> tuple[bytes, SkillDocument]:
     """The raw bytes of a local SKILL.md and the document parsed from those same bytes."""
     path = directory / SKILL_FILE
     try:
-        data = _read_regular(path, limits.max_skill_bytes)
+        data = read_regular_file(path, limits.max_skill_bytes)
     except OSError as exc:
         raise InvalidEntry(f"cannot read {path}: {exc}", server=label) from None
     return data, parse_skill_md(data, limits=limits, server=label, uri=str(path))
@@ -135,6 +121,6 @@ def read_local_file(directory: Path, relative: str, *, limits: Limits) -> tuple[
         if current.is_symlink() or not current.is_dir():
             raise UsageError(f"{relative!r} is not a file inside the skill", uri=str(directory))
     try:
-        return str(path), _read_regular(path, limits.max_skill_bytes)
+        return str(path), read_regular_file(path, limits.max_skill_bytes)
     except OSError as exc:
         raise UsageError(f"cannot read {relative!r}: {exc}", uri=str(directory)) from None

@@ -15,7 +15,14 @@ from pathlib import Path
 
 from skillward.uris import SKILL_FILE
 
-__all__ = ["SKIPPED_DIRS", "TreeLimits", "encode_segment", "find_skill_dirs", "walk_files"]
+__all__ = [
+    "SKIPPED_DIRS",
+    "TreeLimits",
+    "encode_segment",
+    "find_skill_dirs",
+    "read_regular_file",
+    "walk_files",
+]
 
 SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -52,6 +59,22 @@ def encode_segment(name: str) -> str:
         else:
             out.append(f"%{byte:02X}")
     return "".join(out)
+
+
+def read_regular_file(path: Path, max_bytes: int) -> bytes:
+    """Read a regular file without following a symlink at its last component.
+
+    Refuses (OSError) anything but a regular file, and more than ``max_bytes``, reading
+    at most one byte past the cap.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise OSError(f"{path} is larger than {max_bytes} bytes")
+    return data
 
 
 def _is_hidden(name: str) -> bool:

@@ -233,23 +233,20 @@ class SkillsClient:
     async def _run(self, operation: Callable[[], Any], *, uri: str | None = None) -> Any:
         """Run one operation under the overall deadline, translating every failure."""
         deadline = anyio.current_time() + self.limits.operation_timeout
+        late = DeadlineExceeded(
+            f"the operation did not finish within {self.limits.operation_timeout} s",
+            server=self.label,
+            uri=uri,
+        )
         with anyio.CancelScope(deadline=deadline) as scope:
             try:
                 return await operation()
             except BaseException as error:
                 if scope.cancel_called:
                     # The deadline fired; the SDK may surface that as any error at all.
-                    raise DeadlineExceeded(
-                        f"the operation did not finish within {self.limits.operation_timeout} s",
-                        server=self.label,
-                        uri=uri,
-                    ) from error
+                    raise late from error
                 _reraise(error, server=self.label, uri=uri)
-        raise DeadlineExceeded(
-            f"the operation did not finish within {self.limits.operation_timeout} s",
-            server=self.label,
-            uri=uri,
-        )
+        raise late
 
     async def _request(self, request: Any) -> dict[str, Any]:
         result = await self._client.session.send_request(request, _RawResult)

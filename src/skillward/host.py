@@ -93,8 +93,14 @@ from skillward.policy import NoPolicy, Policy
 from skillward.registry import Collision, Declined, Registry, SkillRecord, parse_reference
 from skillward.servers import ServerSpec, check_label
 from skillward.uris import ResourceUri, parse_uri, resolve_reference
-from skillward.verify import manifest_item, sha256_digest, verify_file, verify_skill_md
-from skillward.wire import SkillEntry
+from skillward.verify import (
+    VerifiedFile,
+    manifest_item,
+    sha256_digest,
+    verify_file,
+    verify_skill_md,
+)
+from skillward.wire import ResourceItem, SkillEntry
 
 __all__ = ["TOOL_SCHEMAS", "Activation", "ContextSink", "HostConfig", "SkillHost"]
 
@@ -280,7 +286,7 @@ class SkillHost:
         connection = self._connections.pop(label, None)
         self.registry.remove_origin(label)
         for key in [k for k in self._active if k.origin == label]:
-            del self._active[key]
+            self._close(key)
         if connection is not None:
             await connection.stack.aclose()
 
@@ -408,7 +414,7 @@ class SkillHost:
                 self._dynamic_spent[record.key] = 0
                 data = await self._fetch_dynamic(connection, record, entry.uri)
             else:
-                data = await self._fetch(connection, entry, entry.uri)
+                data = await self._fetch(connection, entry.uri, entry.manifest.get(entry.uri))
             verified = verify_skill_md(entry, data, server=label, limits=self.limits)
         except (IntegrityError, FrontmatterError) as error:
             await self._after_failure(record, entry, error)
@@ -461,30 +467,42 @@ class SkillHost:
 
     def deactivate(self, reference: str) -> None:
         """Close the acting window (for example when the SKILL.md leaves the context)."""
-        record = self.registry.resolve(reference)
-        self._active.pop(record.key, None)
+        self._close(self.registry.resolve(reference).key)
 
     def deactivate_all(self) -> None:
         """Close every acting window (for example when the model's context is reset)."""
-        self._active.clear()
+        for key in list(self._active):
+            self._close(key)
 
-    async def _fetch(self, connection: _Connection, entry: SkillEntry, uri: str) -> bytes:
-        """Bytes for a listed file: from the cache if it has them (they are verified after
-        either way), else from the server, cut off above the listed size."""
-        item = entry.manifest.get(uri)
+    def _close(self, key: SkillKey) -> None:
+        """End the acting window of ``key``, and with it a dynamic skill's byte budget."""
+        self._active.pop(key, None)
+        self._dynamic_spent.pop(key, None)
+
+    async def _fetch(self, connection: _Connection, uri: str, item: ResourceItem | None) -> bytes:
+        """Bytes for ``uri``. For a listed file: from the cache if it has them (they are
+        verified after either way), else from the server, cut off above the listed size."""
         if item is not None:
             cached = self.cache.get(CacheKey(connection.client.label, uri, item.digest))
             if cached is not None:
                 return cached
-        cap = item.size if item is not None else self.limits.max_skill_bytes
-        try:
-            return await connection.client.read_resource(uri, max_bytes=cap)
-        except ResponseTooLarge:
-            raise SizeMismatch(
-                f"the server sent more than the {cap} bytes the listing promised",
-                server=connection.client.label,
-                uri=uri,
-            ) from None
+            try:
+                return await connection.client.read_resource(uri, max_bytes=item.size)
+            except ResponseTooLarge:
+                raise SizeMismatch(
+                    f"the server sent more than the {item.size} bytes the listing promised",
+                    server=connection.client.label,
+                    uri=uri,
+                ) from None
+        return await connection.client.read_resource(uri)
+
+    async def _verified(self, connection: _Connection, item: ResourceItem) -> VerifiedFile:
+        """A listed file, fetched (or taken from the cache) and verified against ``item``."""
+        label = connection.client.label
+        data = await self._fetch(connection, item.uri, item)
+        verified = verify_file(item, data, server=label)
+        self.cache.put(CacheKey(label, item.uri, verified.digest), verified.data)
+        return verified
 
     async def _fetch_dynamic(self, connection: _Connection, record: SkillRecord, uri: str) -> bytes:
         """A read of a dynamic skill, within what is left of its total-size budget."""
@@ -516,7 +534,7 @@ class SkillHost:
             raise error from None
         if entry_content(fresh) != entry_content(pinned) or fresh.frontmatter != pinned.frontmatter:
             self.registry.put(SkillRecord.from_entry(record.origin, fresh, listed=record.listed))
-            self._active.pop(record.key, None)
+            self._close(record.key)
             raise SkillChanged(
                 _describe_change(pinned, fresh) + f"; {error.message}",
                 server=label,
@@ -547,8 +565,10 @@ class SkillHost:
         activation = self._active.get(record.key)
         entry = activation.entry if activation and activation.entry else record.entry
         assert entry is not None
-        uri = resolve_reference(entry.root, path)
-        return await self._read_skill_file(record, entry, str(uri))
+        uri = str(resolve_reference(entry.root, path))
+        # The same origin binding as read_resource: both public reads pass it.
+        await self._check_cross_origin(record.origin.label, uri)
+        return await self._read_skill_file(record, entry, uri)
 
     async def _read_skill_file(
         self, record: SkillRecord, entry: SkillEntry, uri: str
@@ -563,12 +583,9 @@ class SkillHost:
             )
             return self._emit(block)
         try:
-            item = manifest_item(entry, uri, server=label)
-            data = await self._fetch(connection, entry, uri)
-            verified = verify_file(item, data, server=label)
+            verified = await self._verified(connection, manifest_item(entry, uri, server=label))
         except IntegrityError as error:
             await self._after_failure(record, entry, error)
-        self.cache.put(CacheKey(label, uri, verified.digest), verified.data)
         block = file_block(
             origin=record.origin, uri=uri, digest=verified.digest, data=verified.data, verified=True
         )
@@ -695,32 +712,22 @@ class SkillHost:
             ),
             None,
         )
-        try:
-            data = await connection.client.read_resource(
-                text, max_bytes=item.size if item is not None else None
+        if item is not None:
+            verified = await self._verified(connection, item)
+            block = resource_block(
+                origin=origin, uri=text, data=verified.data, verified=True, digest=verified.digest
             )
-        except ResponseTooLarge:
-            if item is not None:
-                raise SizeMismatch(
-                    f"the server sent more than the {item.size} bytes the listing promised",
-                    server=label,
-                    uri=text,
-                ) from None
-            raise
+            return self._emit(block)
+        try:
+            data = await self._fetch(connection, text, None)
         except ServerRejected:
             # Perhaps a directory: SEP-2640 lets read_resource route those to a listing.
             if not self._has_directory_read(connection):
                 raise
             return await self._live_directory(connection, origin, text)
-        if item is not None:
-            verified = verify_file(item, data, server=label)
-            block = resource_block(
-                origin=origin, uri=text, data=verified.data, verified=True, digest=verified.digest
-            )
-        else:
-            block = resource_block(
-                origin=origin, uri=text, data=data, verified=False, digest=sha256_digest(data)
-            )
+        block = resource_block(
+            origin=origin, uri=text, data=data, verified=False, digest=sha256_digest(data)
+        )
         return self._emit(block)
 
     # --- gates on the host's own tools ------------------------------------------------------

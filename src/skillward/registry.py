@@ -138,7 +138,10 @@ def parse_reference(text: str) -> Reference:
     if _URI_START.match(rest):
         return Reference(label, "uri", rest)
     if "/" in rest:
-        return Reference(label, "path", rest.strip("/"))
+        path = rest.strip("/")
+        if not path:
+            raise UsageError(f"{text!r} names no skill path")
+        return Reference(label, "path", path)
     return Reference(label, "name", rest)
 
 
@@ -274,9 +277,12 @@ class Registry:
                         "none shadows another, use the qualified names",
                     )
                 )
-        paths = {r.path: r for r in self._records.values()}
+        paths: dict[str, list[SkillRecord]] = defaultdict(list)
+        for record in self._records.values():
+            paths[record.path].append(record)
         for alike in fold_collisions(paths):
-            members = tuple(sorted(self.qualified_ref(paths[p]) for p in alike))
+            # Every record at every look-alike path, not one per path.
+            members = tuple(sorted(self.qualified_ref(r) for p in alike for r in paths[p]))
             found.append(
                 Collision(
                     "folded",

@@ -26,11 +26,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import logging
 import mimetypes
-import os
-import stat
 from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -46,11 +43,18 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from skillward._methods import DirectoryReadParams, SkillsGetParams, SkillsListParams
-from skillward._tree import TreeLimits, encode_segment, find_skill_dirs, walk_files
+from skillward._tree import (
+    TreeLimits,
+    encode_segment,
+    find_skill_dirs,
+    read_regular_file,
+    walk_files,
+)
 from skillward.config import Limits
 from skillward.errors import FrontmatterError, InvalidEntry, SkillTooLarge
 from skillward.frontmatter import parse_skill_md
 from skillward.uris import SKILL_FILE
+from skillward.verify import sha256_digest
 from skillward.wire import DIRECTORY_MIME_TYPE, EXTENSION_ID, lint_frontmatter, parse_entry
 
 __all__ = [
@@ -75,10 +79,6 @@ _TTL_MS = 60_000
 def example_skills_dir() -> Path:
     """The example skills bundled with skillward (used by ``skillward demo``)."""
     return Path(__file__).parent / "examples"
-
-
-def _digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def _mime_type(name: str) -> str:
@@ -127,19 +127,6 @@ class ServedSkill:
             "frontmatter": dict(self.frontmatter),
             "resources": [{"uri": f.uri, "digest": f.digest, "size": f.size} for f in self.files],
         }
-
-
-def _read_regular_file(path: Path, max_bytes: int) -> bytes:
-    """Read a regular file without following a symlink, refusing more than max_bytes."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(f"{path} is not a regular file")
-        data = handle.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise OSError(f"{path} is larger than {max_bytes} bytes")
-    return data
 
 
 @dataclass
@@ -208,10 +195,12 @@ class SkillCatalog:
             )
         files: list[ServedFile] = []
         for parts, path in paths:
-            data = _read_regular_file(path, budget)
+            data = read_regular_file(path, budget)
             budget -= len(data)
             uri = root_uri + "/" + "/".join(encode_segment(p) for p in parts)
-            files.append(ServedFile(uri, parts[-1], data, _digest(data), _mime_type(parts[-1])))
+            files.append(
+                ServedFile(uri, parts[-1], data, sha256_digest(data), _mime_type(parts[-1]))
+            )
         skill_md = next((f for f in files if f.uri == f"{root_uri}/{SKILL_FILE}"), None)
         if skill_md is None:
             raise ValueError(f"no regular {SKILL_FILE}")

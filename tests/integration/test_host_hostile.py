@@ -18,7 +18,7 @@ import anyio
 import pytest
 
 from skillward._local import LocalSkillDir
-from skillward.approvals import Decision
+from skillward.approvals import ActivationRequest, Decision
 from skillward.context import ContextBlock
 from skillward.errors import (
     AmbiguousName,
@@ -164,8 +164,20 @@ async def test_listing_reads_nothing_and_activation_reads_exactly_skill_md(
 
 async def test_the_approver_sees_the_skill_before_anything_is_fetched(w: World) -> None:
     before = len(w.requests())
-    with anyio.fail_after(30):
-        await w.host.activate("good")
+    reads_when_asked: list[int] = []
+
+    class Snapshot:
+        async def decide(self, request: ActivationRequest) -> Decision:
+            reads_when_asked.append(sum(m == "resources/read" for m, _ in w.requests()[before:]))
+            return await w.approver.decide(request)
+
+    w.host.approver = Snapshot()
+    try:
+        with anyio.fail_after(30):
+            await w.host.activate("good")
+    finally:
+        w.host.approver = w.approver
+    assert reads_when_asked == [0]
     asked = w.approver.asked[-1]
     assert asked.record.key.locator == "skill://good/SKILL.md"
     assert asked.record.origin.label == "hostile"
@@ -229,6 +241,7 @@ async def test_a_directory_read_never_shows_children_the_entry_lacks(w: World) -
     assert "SKILL.md" in block.content
     assert "ref" in block.content
     assert "1" in block.text()  # one hidden child is counted, never named
+    assert block.hidden == 1
 
 
 @pytest.mark.threat("T8")
@@ -370,6 +383,23 @@ async def test_a_read_against_another_server_while_acting_needs_approval(w: Worl
     with anyio.fail_after(30):
         block = await w.host.read_resource("trusted", "skill://pdf-processing/SKILL.md")
     assert block.kind == "resource"
+
+
+@pytest.mark.threat("T16")
+async def test_read_file_of_another_servers_skill_while_acting_needs_approval(w: World) -> None:
+    with anyio.fail_after(30):
+        await w.host.activate("good")
+        w.blocks.clear()
+        before = len(w.requests())
+        with pytest.raises(CrossOriginDenied):
+            await w.host.read_file("trusted:pdf-processing", "references/FORMS.md")
+    assert w.cross_origin.asked[-1] == CrossOriginRequest(
+        acting=("hostile",),
+        target="trusted",
+        uri="skill://pdf-processing/references/FORMS.md",
+    )
+    assert_nothing_reached_the_model(w)
+    assert "resources/read" not in [m for m, _ in w.requests()[before:]]
 
 
 async def test_reading_a_skill_md_with_read_resource_does_not_activate_it(w: World) -> None:

@@ -12,8 +12,9 @@ from mcp.server import Server
 from skillward.client import SkillsClient
 from skillward.errors import CapabilityMissing, ServerRejected
 from skillward.servers import InMemoryTransport, ServerSpec
+from skillward.verify import sha256_digest
 from tests.support.servers import MODES, TRANSPORTS, serve_tree
-from tests.support.trees import BINARY, BOM_TEXT, CRLF_TEXT, build_tree, digest
+from tests.support.trees import BINARY, BOM_TEXT, CRLF_TEXT, build_tree
 
 pytestmark = pytest.mark.anyio
 
@@ -92,7 +93,9 @@ async def test_entries_list_every_file_with_digest_and_size(
     }
     prefix = "skill://acme/billing/refunds/"
     expected = {
-        uri: (digest(data), len(data)) for uri, data in files.items() if uri.startswith(prefix)
+        uri: (sha256_digest(data), len(data))
+        for uri, data in files.items()
+        if uri.startswith(prefix)
     }
     assert {i.uri: (i.digest, i.size) for i in refunds.manifest.values()} == expected
 

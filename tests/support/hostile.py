@@ -12,7 +12,6 @@ after ``build_hostile_tree(DIR)``.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 from collections.abc import Callable
@@ -33,6 +32,7 @@ from skillward.server import (
     serve_http,
     serve_stdio,
 )
+from skillward.verify import sha256_digest
 from tests.support.trees import skill_md, write
 
 FORGED_BODY = (
@@ -50,10 +50,6 @@ ALIAS_BOMB = (
 )
 ROTATED_NOTES = b"rotated notes: now say something else entirely\n"
 SIXTEEN_MIB = 16 * 1024 * 1024
-
-
-def _digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def build_hostile_tree(root: Path) -> None:
@@ -97,7 +93,7 @@ class HostileState:
 
 
 def _item(uri: str, data: bytes) -> dict[str, Any]:
-    return {"uri": uri, "digest": _digest(data), "size": len(data)}
+    return {"uri": uri, "digest": sha256_digest(data), "size": len(data)}
 
 
 def _lying_entry(state: HostileState) -> Callable[[ServedSkill], dict[str, Any]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 CRLF_TEXT = b"line one\r\nline two\r\n"
@@ -21,10 +20,6 @@ def write(root: Path, relative: str, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     return path
-
-
-def digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def build_tree(root: Path) -> dict[str, bytes]:

@@ -80,7 +80,7 @@ def test_references_parse_into_label_kind_and_value(
     assert (ref.label, ref.kind, ref.value) == (label, kind, value)
 
 
-@pytest.mark.parametrize("text", ["", "Acme:refunds", "acme:", "a_b:x"])
+@pytest.mark.parametrize("text", ["", "Acme:refunds", "acme:", "a_b:x", "/", "acme:/"])
 def test_malformed_references_are_usage_errors(text: str) -> None:
     with pytest.raises(UsageError):
         parse_reference(text)
@@ -185,3 +185,13 @@ def test_any_reference_text_parses_or_is_a_usage_error(text: str) -> None:
     assert ref.value
     if ref.label is not None:
         assert text.startswith(ref.label + ":")
+
+
+@pytest.mark.threat("T3")
+def test_a_look_alike_collision_lists_every_origin_at_each_path(registry: Registry) -> None:
+    other = Origin("mcp", "other")
+    registry.set_origin(other, [mcp_record(other, "Team/notes")])
+    registry.set_origin(PROJECT, [local_record(PROJECT, "team/notes")])
+    folded = [c for c in registry.collisions() if c.kind == "folded"]
+    assert len(folded) == 1
+    assert set(folded[0].members) == {"docs:notes", "other:notes", "project:notes"}

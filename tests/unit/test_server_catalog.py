@@ -15,8 +15,9 @@ from skillward.config import Limits
 from skillward.errors import ServerRejected
 from skillward.server import SkillCatalog, SkillsServer, build_server, example_skills_dir
 from skillward.servers import InMemoryTransport, ServerSpec
+from skillward.verify import sha256_digest
 from skillward.wire import parse_entry
-from tests.support.trees import build_tree, digest, skill_md, write
+from tests.support.trees import build_tree, skill_md, write
 
 
 def test_every_skill_in_a_tree_is_found_with_nested_paths(tmp_path: Path) -> None:
@@ -45,7 +46,7 @@ def test_entries_are_valid_and_digests_cover_the_raw_bytes(tmp_path: Path) -> No
     for skill in catalog.skills.values():
         entry = parse_entry(skill.entry())
         for item in entry.manifest.values():
-            assert item.digest == digest(files[item.uri])
+            assert item.digest == sha256_digest(files[item.uri])
             assert item.size == len(files[item.uri])
 
 
@@ -166,7 +167,7 @@ async def test_tamper_flips_one_byte_while_the_listing_keeps_the_true_digest(
         async with await _with_client(catalog, tamper=[uri]) as client:
             entry = await client.get_skill(uri)
             data = await client.read_resource(uri)
-    assert entry.manifest[uri].digest == digest(files[uri])
+    assert entry.manifest[uri].digest == sha256_digest(files[uri])
     assert data != files[uri]
     assert len(data) == len(files[uri])
     assert sum(a != b for a, b in zip(data, files[uri], strict=True)) == 1
