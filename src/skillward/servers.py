@@ -98,6 +98,21 @@ class ServerSpec(_Spec):
             return transport.url
         return "in-memory server"
 
+    @property
+    def identity(self) -> str:
+        """How the server is reached, as one string: what approvals and the cache bind to.
+
+        The URL for HTTP, the command line with its arguments for stdio. An in-memory
+        server is identified by its object, so its identity never outlives the process.
+        A label pointed at a different server has a different identity.
+        """
+        transport = self.transport
+        if isinstance(transport, StdioTransport):
+            return "stdio:" + shlex.join([transport.command, *transport.args])
+        if isinstance(transport, HttpTransport):
+            return "http:" + transport.url
+        return f"memory:{type(transport.server).__qualname__}@{id(transport.server):x}"
+
 
 _IGNORED_KEYS = frozenset({"disabled", "alwaysAllow", "autoApprove", "timeout", "description"})
 

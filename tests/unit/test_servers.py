@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from skillward.errors import ConfigError
 from skillward.servers import (
     HttpTransport,
+    InMemoryTransport,
+    ServerSpec,
     StdioTransport,
     check_label,
     load_mcp_servers,
@@ -109,3 +111,19 @@ def test_any_server_config_parses_or_is_a_config_error(config: dict[str, object]
     except ConfigError:
         return
     assert set(specs) <= set(config)
+
+
+def test_identity_tells_apart_servers_behind_one_label() -> None:
+    stdio = ServerSpec(label="acme", transport=StdioTransport(command="acme", args=("--a",)))
+    other = ServerSpec(label="acme", transport=StdioTransport(command="acme", args=("--b",)))
+    http = ServerSpec(label="acme", transport=HttpTransport(url="https://a.example/mcp"))
+    assert stdio.identity == "stdio:acme --a"
+    assert http.identity == "http:https://a.example/mcp"
+    assert len({stdio.identity, other.identity, http.identity}) == 3
+
+
+def test_identity_of_in_memory_servers_is_per_object() -> None:
+    first = ServerSpec(label="a", transport=InMemoryTransport(server=object()))
+    second = ServerSpec(label="a", transport=InMemoryTransport(server=object()))
+    assert first.identity != second.identity
+    assert first.identity.startswith("memory:")
