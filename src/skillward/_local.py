@@ -50,8 +50,11 @@ def read_skill_md(directory: Path, *, limits: Limits, label: str) -> tuple[bytes
     try:
         data = read_regular_file(path, limits.max_skill_bytes)
     except OSError as exc:
-        raise InvalidEntry(f"cannot read {path}: {exc}", server=label) from None
-    return data, parse_skill_md(data, limits=limits, server=label, uri=str(path))
+        raise InvalidEntry(f"cannot read {path}: {exc}", server=label, local=True) from None
+    try:
+        return data, parse_skill_md(data, limits=limits, server=label, uri=str(path))
+    except SkillwardError as exc:
+        raise exc.with_context(local=True) from None
 
 
 def discover(
@@ -65,6 +68,13 @@ def discover(
     records: list[SkillRecord] = []
     declined: list[Declined] = []
     notes: list[str] = []
+    if source.path.is_symlink():
+        # Discovery never follows a symlink, the configured directory included.
+        notes.append(
+            f"{source.path}: is a symlink, so it is not scanned; configure the directory it "
+            "points to instead"
+        )
+        return origin, records, declined, notes
     if not source.path.is_dir():
         return origin, records, declined, notes
     try:
@@ -79,11 +89,14 @@ def discover(
             _, document = read_skill_md(directory, limits=limits, label=source.label)
             lint_frontmatter(document.frontmatter)
         except SkillwardError as exc:
-            declined.append(Declined(origin, exc.with_context(uri=str(directory))))
+            declined.append(Declined(origin, exc.with_context(uri=str(directory), local=True)))
             continue
         except ValueError as exc:
             declined.append(
-                Declined(origin, InvalidEntry(str(exc), server=source.label, uri=str(directory)))
+                Declined(
+                    origin,
+                    InvalidEntry(str(exc), server=source.label, uri=str(directory), local=True),
+                )
             )
             continue
         name = str(document.frontmatter["name"])
@@ -102,7 +115,9 @@ def discover(
     return origin, records, declined, notes
 
 
-def read_local_file(directory: Path, relative: str, *, limits: Limits) -> tuple[str, bytes]:
+def read_local_file(
+    directory: Path, relative: str, *, limits: Limits, label: str | None = None
+) -> tuple[str, bytes]:
     """Read ``relative`` (``/``-separated) inside ``directory``; (path shown, bytes)."""
     parts = PurePosixPath(relative).parts
     if (
@@ -112,15 +127,30 @@ def read_local_file(directory: Path, relative: str, *, limits: Limits) -> tuple[
         or relative.startswith("/")
         or any(part in ("..", "") for part in parts)
     ):
-        raise InvalidUri(f"{relative!r} is not a path inside the skill", uri=str(directory))
+        raise InvalidUri(
+            f"{relative!r} is not a path inside the skill",
+            server=label,
+            uri=str(directory),
+            local=True,
+        )
     path = directory.joinpath(*parts)
     # No component may be a symlink, so the read cannot leave the skill's folder.
     current = directory
     for part in parts[:-1]:
         current = current / part
         if current.is_symlink() or not current.is_dir():
-            raise UsageError(f"{relative!r} is not a file inside the skill", uri=str(directory))
+            raise UsageError(
+                f"{relative!r} is not a file inside the skill",
+                server=label,
+                uri=str(directory),
+                local=True,
+            )
     try:
         return str(path), read_regular_file(path, limits.max_skill_bytes)
     except OSError as exc:
-        raise UsageError(f"cannot read {relative!r}: {exc}", uri=str(directory)) from None
+        raise UsageError(
+            f"cannot read {relative!r}: {exc.strerror or exc}",
+            server=label,
+            uri=str(directory),
+            local=True,
+        ) from None

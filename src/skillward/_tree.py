@@ -67,7 +67,9 @@ def read_regular_file(path: Path, max_bytes: int) -> bytes:
     Refuses (OSError) anything but a regular file, and more than ``max_bytes``, reading
     at most one byte past the cap.
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    # O_NONBLOCK: opening a FIFO must not wait for a writer; it is then refused below.
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             raise OSError(f"{path} is not a regular file")

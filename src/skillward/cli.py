@@ -416,15 +416,27 @@ async def _demo(terminal: Terminal) -> int:
         terminal.heading(f"4. Read {DEMO_GOOD_FILE}: verified against the entry held since loading")
         terminal.text((await host.read_file(DEMO_SKILL, DEMO_GOOD_FILE)).text())
 
-        terminal.heading(f"5. Read {DEMO_TAMPERED_FILE}: the server sends one wrong byte")
+        terminal.heading(
+            f"5. The model reads {DEMO_TAMPERED_FILE}: the server sends one wrong byte"
+        )
+        refused = await host.read_resource_block("examples", DEMO_TAMPERED_URI)
+        if refused.kind != "error":  # pragma: no cover
+            raise AssertionError("the tampered read was not refused")
+        terminal.note("Refused: nothing from that read reached the model. The model sees only:")
+        terminal.text(refused.text())
+
+        terminal.heading(
+            f"6. '{DEMO_SKILL}' stays in the acting window, but nothing more is read under it"
+        )
         try:
-            await host.read_file(DEMO_SKILL, DEMO_TAMPERED_FILE)
+            await host.read_file(DEMO_SKILL, DEMO_GOOD_FILE)
         except SkillwardError as error:
             terminal.error(error)
-            terminal.note("Refused: nothing from that read reached the model. The model sees only:")
-            terminal.text(await host.read_resource_tool("examples", DEMO_TAMPERED_URI))
-            return EXIT_OK
-    raise AssertionError("the tampered read was not refused")  # pragma: no cover
+        terminal.note(
+            "Its gates still apply; loading it again asks for approval again, against "
+            "whatever the server serves now."
+        )
+        return EXIT_OK
 
 
 # --- main --------------------------------------------------------------------------------

@@ -66,7 +66,7 @@ from skillward.wire import (
     parse_skills_page,
 )
 
-__all__ = ["SkillListing", "SkillsClient"]
+__all__ = ["SkillListing", "SkillsClient", "leaves"]
 
 _MAX_CURSOR = 4096
 
@@ -104,18 +104,19 @@ def _target(spec: ServerSpec) -> Any:
     raise AssertionError(f"unknown transport {transport!r}")  # pragma: no cover
 
 
-def _leaves(error: BaseException) -> list[BaseException]:
+def leaves(error: BaseException) -> list[BaseException]:
+    """The exceptions inside ``error``, exception groups flattened."""
     if isinstance(error, BaseExceptionGroup):
-        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+        return [leaf for inner in error.exceptions for leaf in leaves(inner)]
     return [error]
 
 
 def _reraise(error: BaseException, *, server: str, uri: str | None = None) -> NoReturn:
     """Raise ``error`` as a SkillwardError; cancellation and interrupts keep their meaning."""
-    leaves = _leaves(error)
-    if any(not isinstance(leaf, Exception) for leaf in leaves):
+    found = leaves(error)
+    if any(not isinstance(leaf, Exception) for leaf in found):
         raise error
-    translated = _translate(leaves, error, server=server, uri=uri)
+    translated = _translate(found, error, server=server, uri=uri)
     if translated is error:
         raise error
     raise translated from error
@@ -178,7 +179,7 @@ class SkillsClient:
         except BaseException as error:
             if body_error is not None:
                 # The caller's own exception (perhaps wrapped by the SDK): never relabel it.
-                if error is body_error or body_error not in _leaves(error):
+                if error is body_error or body_error not in leaves(error):
                     raise
                 raise body_error from None
             _reraise(error, server=spec.label)

@@ -42,10 +42,13 @@ __all__ = [
     "ListingRunaway",
     "OriginError",
     "PolicyDenied",
+    "ReactivationRequired",
     "ResponseTooLarge",
+    "ServerDisconnected",
     "ServerRejected",
     "SizeMismatch",
     "SkillChanged",
+    "SkillNotActive",
     "SkillNotFound",
     "SkillTooLarge",
     "SkillwardError",
@@ -92,29 +95,39 @@ class SkillwardError(Exception):
         server: str | None = None,
         uri: str | None = None,
         hint: str | None = None,
+        local: bool = False,
     ) -> None:
         self.message = message
         self.server = server
         self.uri = uri
         self.hint = hint if hint is not None else self.default_hint
+        #: ``server`` is the label of a local skill directory, not of a server.
+        self.local = local
         super().__init__(self._render())
 
     def _render(self) -> str:
         parts: list[str] = []
         if self.server is not None:
-            parts.append(f"server {self.server!r}")
+            parts.append(f"{'local skills' if self.local else 'server'} {self.server!r}")
         if self.uri is not None:
             parts.append(printable(self.uri, limit=300))
         parts.append(self.message)
         # Messages quote untrusted input; never let it drive a terminal.
         return printable(": ".join(parts), limit=2000)
 
-    def with_context(self, *, server: str | None = None, uri: str | None = None) -> SkillwardError:
-        """Fill in the server label and URI where they are still unknown; returns ``self``."""
+    def with_context(
+        self, *, server: str | None = None, uri: str | None = None, local: bool | None = None
+    ) -> SkillwardError:
+        """Fill in the server label and URI where they are still unknown; returns ``self``.
+
+        ``local=True`` says the label is a local skill directory's, not a server's.
+        """
         if self.server is None and server is not None:
             self.server = server
         if self.uri is None and uri is not None:
             self.uri = uri
+        if local is not None:
+            self.local = local
         self.args = (self._render(),)
         return self
 
@@ -216,10 +229,6 @@ class FrontmatterMismatch(IntegrityError):
         super().__init__(message, server=server, uri=uri)
 
 
-class UnlistedResource(IntegrityError):
-    """A read of a file that the held entry's ``resources`` does not list."""
-
-
 class SkillChanged(IntegrityError):
     """The skill changed since it was activated; it needs to be reviewed again."""
 
@@ -242,7 +251,19 @@ class TransportError(SkillwardError):
 class DeadlineExceeded(TransportError):
     """An operation did not finish within its overall deadline."""
 
-    default_hint = "The server is stalling or too slow; retry, or raise the deadline."
+    default_hint = (
+        "The server is stalling or too slow; retry, or raise the deadline "
+        "(--timeout SECONDS, or Limits.operation_timeout)."
+    )
+
+
+class ServerDisconnected(TransportError):
+    """The connection to the server ended; nothing more is read from it until it reconnects."""
+
+    default_hint = (
+        "Check that the server is running and reachable, then reconnect it "
+        "(SkillHost.reconnect). Other servers are not affected."
+    )
 
 
 class ServerRejected(TransportError):
@@ -303,6 +324,19 @@ class ApprovalDenied(ApprovalRequired):
     default_hint = "The approval was declined. Nothing was loaded."
 
 
+class ReactivationRequired(ApprovalRequired):
+    """An active skill's content failed verification; nothing more is read under it.
+
+    The skill stays in the acting window (its gates still apply) until the host
+    deactivates it; loading it again asks for approval again.
+    """
+
+    default_hint = (
+        "The server served content that did not match the skill it was approved as. "
+        "Load the skill again to review and approve what it serves now."
+    )
+
+
 # --- local state -------------------------------------------------------------------
 
 
@@ -339,6 +373,22 @@ class UnknownServer(UsageError):
 
 class SkillNotFound(UsageError):
     """No origin serves a skill by this reference."""
+
+
+class UnlistedResource(UsageError):
+    """A file that the skill's entry does not list. Nothing was read.
+
+    While the host acts on a skill, reads resolve only to the URIs its held entry
+    lists; anything else is refused before any request is sent.
+    """
+
+    default_hint = "Use one of the files the skill lists (skillward show REF lists them)."
+
+
+class SkillNotActive(UsageError):
+    """A file of a skill that is not loaded; its files are read only while it is active."""
+
+    default_hint = "Load the skill first (the read_skill tool, or SkillHost.activate)."
 
 
 class AmbiguousName(UsageError):

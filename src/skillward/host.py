@@ -17,11 +17,16 @@ What it guarantees:
   skill's SKILL.md; a supporting file is fetched when it is read.
 * **Verified**: every read is checked against the entry (size, digest, and for
   SKILL.md the frontmatter). Activation pins the entry; while the host acts on
-  the skill, reads resolve only to URIs that entry lists. On any failure the
-  content is not used, the entry is refreshed once with ``skills/get``, and a
-  changed skill is reported as :class:`~skillward.errors.SkillChanged`.
-* **Origin-bound**: reads while acting on a server's skill go to that server;
-  anything else passes the cross-origin gate (deny by default).
+  the skill, reads resolve only to URIs that entry lists.
+* **An acting window the server cannot close**: an activation stays in the window
+  until the host deactivates it. A verification failure ends its *content*
+  (nothing more is served under it until it is loaded again, which asks again),
+  never its *gates*.
+* **Origin-bound**: a read passes without asking only when it is a file listed by
+  an active skill of that same server; any other read is asked per call through
+  the cross-origin gate whenever another server's text is in context.
+* **Isolated**: each connection runs in its own task; a server that dies is marked
+  disconnected, with the reason, and nothing else is affected.
 * **Asked**: every activation goes through the approver (deny by default).
 * **Tagged**: everything returned for a model is a
   :class:`~skillward.context.ContextBlock` from the one exit point.
@@ -29,16 +34,17 @@ What it guarantees:
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, NoReturn, Self
+from typing import Any, Literal, NoReturn, Self, TypeVar
 
 import anyio
+import anyio.abc
 
 from skillward._local import (
     LocalSkillDir,
@@ -49,7 +55,7 @@ from skillward._local import (
 from skillward._tree import TreeLimits, walk_files
 from skillward.approvals import ActivationRequest, Approver, Decision, DenyAll, entry_content
 from skillward.cache import CacheKey, ContentCache, NoCache
-from skillward.client import SkillsClient
+from skillward.client import SkillsClient, leaves
 from skillward.config import Limits
 from skillward.context import (
     CatalogItem,
@@ -62,23 +68,30 @@ from skillward.context import (
     skill_block,
 )
 from skillward.errors import (
+    AmbiguousName,
     ApprovalDenied,
     CapabilityMissing,
     ConfigError,
     CrossOriginDenied,
+    DeadlineExceeded,
     ExecutionDenied,
     FrontmatterError,
     IntegrityError,
+    ReactivationRequired,
     ResponseTooLarge,
+    ServerDisconnected,
     ServerRejected,
     SizeMismatch,
     SkillChanged,
+    SkillNotActive,
     SkillNotFound,
     SkillTooLarge,
     SkillwardError,
+    TransportError,
     UnknownServer,
     UnlistedResource,
     UnverifiableSkill,
+    UsageError,
 )
 from skillward.gates import (
     CrossOriginGate,
@@ -102,11 +115,21 @@ from skillward.verify import (
 )
 from skillward.wire import ResourceItem, SkillEntry
 
-__all__ = ["TOOL_SCHEMAS", "Activation", "ContextSink", "HostConfig", "SkillHost"]
+__all__ = [
+    "TOOL_SCHEMAS",
+    "Activation",
+    "ContextSink",
+    "HostConfig",
+    "ServerStatus",
+    "SkillHost",
+    "ToolStyle",
+]
 
 logger = logging.getLogger("skillward")
 
 ContextSink = Callable[[ContextBlock], None]
+ToolStyle = Literal["mcp", "anthropic", "openai"]
+_T = TypeVar("_T")
 
 #: JSON schemas of the two tools a host registers with its model (SEP-2640's sketch).
 TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
@@ -145,25 +168,79 @@ class HostConfig:
     local_dirs: tuple[LocalSkillDir, ...] = ()
     #: Load skills whose ``resources`` is "dynamic": their content cannot be verified.
     unsafe_allow_dynamic: bool = False
+    #: Let the ``read_skill`` tool take ``LABEL:URI`` references the catalog does not show,
+    #: confirmed with ``skills/get`` on that server. Off: the model loads only catalog skills.
+    allow_uri_lookups: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.limits, Limits):
+            raise ConfigError("HostConfig.limits must be a Limits")
+        object.__setattr__(self, "local_dirs", tuple(self.local_dirs))
+        for source in self.local_dirs:
+            if not isinstance(source, LocalSkillDir):
+                raise ConfigError("HostConfig.local_dirs takes LocalSkillDir values")
 
 
 @dataclass(frozen=True, slots=True)
 class Activation:
-    """An activated skill: the entry it was verified against, held while acting on it."""
+    """An activated skill: the entry it was verified against, held while acting on it.
+
+    ``ended`` is set when the skill's content failed verification after it was loaded:
+    the activation stays in the acting window (its gates apply) but nothing more is
+    served under it until it is loaded again.
+    """
 
     record: SkillRecord
     block: ContextBlock
     #: The pinned entry (MCP skills); every later read is checked against it.
     entry: SkillEntry | None = None
+    #: Why nothing more is served under this activation, if that is so.
+    ended: SkillwardError | None = None
 
 
-@dataclass
-class _Connection:
-    spec: ServerSpec
-    client: SkillsClient
-    stack: AsyncExitStack
+@dataclass(frozen=True, slots=True)
+class ServerStatus:
+    """A connected (or once connected) server, as a person or a UI should see it."""
+
+    label: str
+    #: How it is reached (URL or command line); never header values.
+    target: str
+    state: Literal["connected", "disconnected"]
+    #: Why it is disconnected, when it is.
+    error: SkillwardError | None
+    #: Whether it declares the skills extension (a server without it offers no skills).
     skills: bool
+    #: Why it offers no skills, when it does not.
+    note: str | None
+    #: ``serverInfo.name`` as the server reported it: unverified, never an identity.
+    reported_name: str | None
+
+
+@dataclass(eq=False)
+class _Connection:
+    """One server's connection, run in a task of its own."""
+
+    spec: ServerSpec
+    client: SkillsClient | None = None
+    skills: bool = True
     note: str | None = None
+    reported_name: str | None = None
+    #: Why the connection ended, once it has (and was not closed by the host).
+    error: SkillwardError | None = None
+    ready: anyio.Event = field(default_factory=anyio.Event)
+    stop: anyio.Event = field(default_factory=anyio.Event)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    inflight: set[anyio.CancelScope] = field(default_factory=set)
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+
+    @property
+    def label(self) -> str:
+        return self.spec.label
+
+    @property
+    def alive(self) -> bool:
+        return self.client is not None and not self.done.is_set()
 
 
 def _depth(entry: SkillEntry) -> int:
@@ -193,8 +270,23 @@ def _describe_change(old: SkillEntry, new: SkillEntry) -> str:
     )
 
 
+def _connection_error(error: BaseException, label: str) -> SkillwardError:
+    """Why a connection ended, as a SkillwardError naming the server."""
+    for leaf in leaves(error):
+        if isinstance(leaf, SkillwardError):
+            return leaf.with_context(server=label)
+    first = leaves(error)[0]
+    detail = str(first)[:300] or type(first).__name__
+    return ServerDisconnected(f"the connection failed: {detail}", server=label)
+
+
 class SkillHost:
-    """The embeddable, async API. See the module docstring for the guarantees."""
+    """The embeddable, async API. See the module docstring for the guarantees.
+
+    Use it as an async context manager: connections run in tasks it owns. Calls may
+    be made concurrently; calls that touch the same server run one at a time, in the
+    order they were made, so a read issued after an activation sees that activation.
+    """
 
     def __init__(
         self,
@@ -217,9 +309,14 @@ class SkillHost:
         self.notes: list[str] = []
         self._sink = sink
         self._connections: dict[str, _Connection] = {}
-        self._active: dict[SkillKey, Activation] = {}
+        self._windows: dict[SkillKey, Activation] = {}
+        # MCP origins whose text has reached the model since the context was last reset.
+        self._in_context: set[str] = set()
         # Bytes retrieved so far per dynamic skill: nothing else bounds them.
         self._dynamic_spent: dict[SkillKey, int] = {}
+        self._local_locks: dict[str, anyio.Lock] = {}
+        self._stack: AsyncExitStack | None = None
+        self._tasks: anyio.abc.TaskGroup | None = None
 
     @property
     def limits(self) -> Limits:
@@ -228,8 +325,17 @@ class SkillHost:
     # --- lifecycle --------------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
-        for source in self.config.local_dirs:
-            self.add_local_dir(source)
+        if self._stack is not None:
+            raise UsageError("this SkillHost is already open")
+        stack = AsyncExitStack()
+        self._tasks = await stack.enter_async_context(anyio.create_task_group())
+        self._stack = stack
+        try:
+            for source in self.config.local_dirs:
+                self.add_local_dir(source)
+        except BaseException:
+            await self.aclose()
+            raise
         return self
 
     async def __aexit__(
@@ -241,34 +347,163 @@ class SkillHost:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Disconnect every server (in reverse order of connection)."""
+        """Disconnect every server (in reverse order of connection). Never raises for a
+        server that already died."""
         for label in reversed(list(self._connections)):
             await self.disconnect(label)
+        stack, self._stack, self._tasks = self._stack, None, None
+        if stack is not None:
+            await stack.aclose()
+
+    def _task_group(self) -> anyio.abc.TaskGroup:
+        if self._tasks is None:
+            raise UsageError(
+                "open the host first: use `async with SkillHost(...) as host:`",
+                hint="Connections run in tasks the host owns while it is open.",
+            )
+        return self._tasks
 
     async def connect(self, spec: ServerSpec) -> None:
-        """Connect ``spec`` and list its skills. Reads no resource."""
+        """Connect ``spec`` and list its skills. Reads no resource.
+
+        The handshake is bounded by ``Limits.operation_timeout``, and so is the
+        listing. On failure the server is not added and the error says why.
+        """
+        tasks = self._task_group()
         label = check_label(spec.label)
         self.policy.check_server(spec)
         if label in self._connections or any(o.label == label for o in self.registry.origins()):
             raise ConfigError(f"label {label!r} is already in use; labels are unique per host")
-        stack = AsyncExitStack()
+        connection = _Connection(spec)
+        self._connections[label] = connection
         try:
-            client = await stack.enter_async_context(SkillsClient.connect(spec, limits=self.limits))
-            connection = _Connection(spec, client, stack, skills=True)
-            self._connections[label] = connection
+            await self._open(tasks, connection)
             await self._list(connection)
         except BaseException:
             self._connections.pop(label, None)
             self.registry.remove_origin(label)
-            with anyio.CancelScope(shield=True):  # close the session even when cancelled
-                await stack.aclose()
+            self._abandon(connection)
             raise
+        logger.info(
+            "connected %s (%s): %d skills, %d declined",
+            label,
+            spec.describe(),
+            sum(1 for r in self.registry.records() if r.origin.label == label),
+            sum(1 for d in self.registry.declined() if d.origin.label == label),
+        )
+
+    async def reconnect(self, label: str) -> None:
+        """Connect a server again under its label (for example after it died), and list it.
+
+        The skills in the acting window stay there: their pinned entries still decide
+        what is read under them.
+        """
+        tasks = self._task_group()
+        old = self._connections.get(label)
+        if old is None:
+            raise UnknownServer(f"no server was connected as {label!r}")
+        old.stop.set()
+        with anyio.CancelScope(shield=True):
+            await old.done.wait()
+        connection = _Connection(old.spec)
+        self._connections[label] = connection
+        try:
+            await self._open(tasks, connection)
+            await self._list(connection)
+        except SkillwardError as error:
+            connection.error = connection.error or error
+            self._abandon(connection)
+            raise
+        logger.info("reconnected %s", label)
+
+    @staticmethod
+    def _abandon(connection: _Connection) -> None:
+        """End a connection that failed to open: politely once connected, else at once."""
+        if connection.client is not None:
+            connection.stop.set()
+        else:
+            connection.scope.cancel()
+
+    async def _open(self, tasks: anyio.abc.TaskGroup, connection: _Connection) -> None:
+        """Start the connection's task and wait, within one deadline, for its handshake."""
+        tasks.start_soon(self._run_connection, connection, name=f"skillward:{connection.label}")
+        timeout = self.limits.operation_timeout
+        with anyio.move_on_after(timeout):
+            await connection.ready.wait()
+        if not connection.ready.is_set():
+            connection.scope.cancel()
+            raise DeadlineExceeded(
+                f"the server did not complete the handshake within {timeout:g} s",
+                server=connection.label,
+            )
+        if connection.error is not None:
+            raise connection.error
+        assert connection.client is not None
+
+    async def _run_connection(self, connection: _Connection) -> None:
+        """The connection's task: it owns the SDK session, from handshake to close."""
+        label = connection.label
+        try:
+            with connection.scope:
+                async with SkillsClient.connect(connection.spec, limits=self.limits) as client:
+                    connection.client = client
+                    connection.reported_name = client.server_name
+                    connection.ready.set()
+                    await connection.stop.wait()
+        except Exception as error:  # a dying server is reported, never raised
+            connection.error = _connection_error(error, label)
+        except BaseExceptionGroup as group:
+            cancelled = anyio.get_cancelled_exc_class()
+            rest = group.split(cancelled)[1]
+            if rest is None or not all(isinstance(leaf, Exception) for leaf in leaves(rest)):
+                raise
+            connection.error = _connection_error(rest, label)
+        finally:
+            if connection.error is None and not connection.stop.is_set():
+                connection.error = ServerDisconnected("the connection closed", server=label)
+            if connection.error is not None and connection.ready.is_set():
+                logger.info("server %s disconnected: %s", label, connection.error.message)
+            for scope in list(connection.inflight):
+                scope.cancel()
+            connection.done.set()
+            connection.ready.set()
+
+    async def _call(
+        self,
+        connection: _Connection,
+        operation: Callable[[SkillsClient], Awaitable[_T]],
+        *,
+        uri: str | None = None,
+    ) -> _T:
+        """Run one client operation; a connection that dies meanwhile ends it cleanly."""
+        client = connection.client
+        if client is None or not connection.alive:
+            raise self._disconnected(connection, uri)
+        scope = anyio.CancelScope()
+        connection.inflight.add(scope)
+        try:
+            with scope:
+                try:
+                    return await operation(client)
+                except TransportError:
+                    if connection.done.is_set():
+                        raise self._disconnected(connection, uri) from None
+                    raise
+        finally:
+            connection.inflight.discard(scope)
+        raise self._disconnected(connection, uri)
+
+    def _disconnected(self, connection: _Connection, uri: str | None) -> ServerDisconnected:
+        reason = connection.error.message if connection.error is not None else "it was closed"
+        return ServerDisconnected(
+            f"the server is disconnected ({reason})", server=connection.label, uri=uri
+        )
 
     async def _list(self, connection: _Connection) -> None:
-        client = connection.client
-        origin = Origin("mcp", client.label, client.server_name)
+        assert connection.client is not None
+        origin = Origin("mcp", connection.label, connection.reported_name)
         try:
-            listing = await client.list_skills()
+            listing = await self._call(connection, lambda c: c.list_skills())
         except CapabilityMissing as missing:
             connection.skills = False
             connection.note = missing.message
@@ -276,19 +511,26 @@ class SkillHost:
             return
         records = [SkillRecord.from_entry(origin, entry) for entry in listing.entries]
         declined = [Declined(origin, error) for error in listing.rejected]
+        for refused in declined:
+            logger.info("declined an entry of %s: %s", connection.label, refused.error)
         self.registry.set_origin(origin, records, declined)
 
     async def refresh(self, label: str) -> None:
         """List ``label``'s skills again (the catalog only; reads nothing)."""
-        await self._list(self._connection(label))
+        connection = self._connection(label)
+        async with connection.lock:
+            await self._list(connection)
 
     async def disconnect(self, label: str) -> None:
+        """Close the connection, forget the server's skills, and end their acting windows."""
         connection = self._connections.pop(label, None)
         self.registry.remove_origin(label)
-        for key in [k for k in self._active if k.origin == label]:
+        for key in [k for k in self._windows if k.origin == label]:
             self._close(key)
         if connection is not None:
-            await connection.stack.aclose()
+            connection.stop.set()
+            with anyio.CancelScope(shield=True):
+                await connection.done.wait()
 
     def add_local_dir(self, source: LocalSkillDir) -> None:
         """Discover the skills under ``source`` as a local origin labelled ``source.label``."""
@@ -302,13 +544,35 @@ class SkillHost:
     def _connection(self, label: str) -> _Connection:
         connection = self._connections.get(label)
         if connection is None:
+            known = self.registry.origins()
+            if any(o.label == label and not o.is_mcp for o in known):
+                raise UnknownServer(
+                    f"{label!r} is a local skill directory, not a server", local=True
+                )
             raise UnknownServer(f"no connected server is labelled {label!r}")
         return connection
+
+    def servers(self) -> list[ServerStatus]:
+        """Every server connected to this host, connected or not, in connection order."""
+        return [
+            ServerStatus(
+                label=c.label,
+                target=c.spec.describe(),
+                state="connected" if c.alive else "disconnected",
+                error=None if c.alive else (c.error or self._disconnected(c, None)),
+                skills=c.skills,
+                note=c.note,
+                reported_name=c.reported_name,
+            )
+            for c in self._connections.values()
+        ]
 
     # --- what people and models see -----------------------------------------------------
 
     def catalog(self) -> list[CatalogItem]:
-        return [
+        """The skills the model may load. Their origins count as being in the model's
+        context from now on (for the cross-origin rule), until :meth:`deactivate_all`."""
+        items = [
             CatalogItem(
                 ref=self.registry.display_ref(record),
                 name=record.name,
@@ -318,6 +582,8 @@ class SkillHost:
             for record in self.registry.records()
             if record.listed
         ]
+        self._in_context.update(item.origin.label for item in items if item.origin.is_mcp)
+        return items
 
     def catalog_block(self) -> ContextBlock:
         """The catalog for the model's context (omit it when ``catalog()`` is empty)."""
@@ -334,9 +600,12 @@ class SkillHost:
         return self._connection(label).note
 
     def active(self) -> list[Activation]:
-        return list(self._active.values())
+        """Every activation in the acting window, including those whose content ended."""
+        return list(self._windows.values())
 
     def _emit(self, block: ContextBlock) -> ContextBlock:
+        origins = [block.origin, *(item.origin for item in block.items)]
+        self._in_context.update(o.label for o in origins if o is not None and o.is_mcp)
         if self._sink is not None:
             self._sink(block)
         return block
@@ -362,10 +631,20 @@ class SkillHost:
                     "the server it came from (LABEL:URI)"
                 ) from None
         connection = self._connection(ref.label)
-        entry = await connection.client.get_skill(ref.value)
+        entry = await self._get_skill(connection, ref.value)
         record = SkillRecord.from_entry(self.registry.origin(ref.label), entry, listed=False)
         self.registry.put(record)
         return record
+
+    async def _get_skill(self, connection: _Connection, uri: str) -> SkillEntry:
+        try:
+            return await self._call(connection, lambda c: c.get_skill(uri), uri=uri)
+        except ServerRejected as rejected:
+            if rejected.code == -32602:  # SEP-2640: the URI identifies no skill it serves
+                raise SkillNotFound(
+                    "the server serves no skill at this URI", server=connection.label, uri=uri
+                ) from None
+            raise
 
     def _enclosing(self, record: SkillRecord) -> tuple[SkillKey, ...]:
         entry = record.entry
@@ -380,28 +659,40 @@ class SkillHost:
                 enclosing.append(other.key)
         return tuple(enclosing)
 
+    def _lock(self, record: SkillRecord) -> anyio.Lock:
+        if record.origin.is_mcp:
+            return self._connection(record.origin.label).lock
+        return self._local_locks.setdefault(record.origin.label, anyio.Lock())
+
     # --- activation (read_skill) -----------------------------------------------------
 
     async def activate(self, reference: str) -> Activation:
         """Load a skill: ask the approver, fetch SKILL.md, verify it, and tag it."""
         record = await self.lookup(reference)
+        async with self._lock(record):
+            return await self._activate(record)
+
+    async def _activate(self, record: SkillRecord) -> Activation:
         self._check_dynamic(record)
         request = ActivationRequest(record, nested_in=self._enclosing(record))
         # Policy first: no approval overrides what an administrator forbids.
         self.policy.check_activation(request)
         decision = await self.approver.decide(request)
         if decision is not Decision.APPROVE:
+            logger.info("activation of %s:%s declined", record.origin.label, record.key.locator)
             raise ApprovalDenied(
                 f"loading skill {self.registry.qualified_ref(record)!r} was not approved",
                 server=record.origin.label,
                 uri=record.key.locator,
+                local=not record.origin.is_mcp,
             )
         if record.origin.is_mcp:
             activation = await self._activate_mcp(record)
         else:
             activation = self._activate_local(record)
-        self._active[record.key] = activation
+        self._windows[record.key] = activation
         self._emit(activation.block)
+        logger.info("activated %s:%s", record.origin.label, record.key.locator)
         return activation
 
     async def _activate_mcp(self, record: SkillRecord) -> Activation:
@@ -427,7 +718,8 @@ class SkillHost:
             uri=entry.uri,
             digest=None if entry.is_dynamic else verified.file.digest,
             body=verified.body,
-            root=str(root),
+            # With the trailing slash, RFC 3986 resolution of a relative path lands inside.
+            root=str(root) + "/",
             files=files,
             verified=not entry.is_dynamic,
             unverifiable=entry.is_dynamic,
@@ -452,14 +744,32 @@ class SkillHost:
     def _activate_local(self, record: SkillRecord) -> Activation:
         assert record.directory is not None
         directory = Path(record.directory)
-        data, document = read_skill_md(directory, limits=self.limits, label=record.origin.label)
-        paths, _ = walk_files(directory, limits=TreeLimits(max_entries=self.limits.max_skill_files))
+        label = record.origin.label
+        data, document = read_skill_md(directory, limits=self.limits, label=label)
+        try:
+            paths, _ = walk_files(
+                directory, limits=TreeLimits(max_entries=self.limits.max_skill_files)
+            )
+        except OverflowError:
+            raise SkillTooLarge(
+                f"the skill has more than {self.limits.max_skill_files} files",
+                server=label,
+                uri=str(directory),
+                local=True,
+            ) from None
+        except OSError as exc:
+            raise UsageError(
+                f"cannot list the skill's files: {exc.strerror}",
+                server=label,
+                uri=str(directory),
+                local=True,
+            ) from None
         block = skill_block(
             origin=record.origin,
             uri=str(directory / "SKILL.md"),
             digest=sha256_digest(data),
             body=document.body,
-            root=str(directory),
+            root=str(directory) + "/",
             files=["/".join(parts) for parts, _ in paths],
             verified=False,
         )
@@ -470,37 +780,46 @@ class SkillHost:
         self._close(self.registry.resolve(reference).key)
 
     def deactivate_all(self) -> None:
-        """Close every acting window (for example when the model's context is reset)."""
-        for key in list(self._active):
+        """Close every acting window, for example when the model's context is reset.
+
+        Also forgets which servers' text was in context: show the catalog again
+        afterwards and its origins count again.
+        """
+        for key in list(self._windows):
             self._close(key)
+        self._in_context.clear()
 
     def _close(self, key: SkillKey) -> None:
         """End the acting window of ``key``, and with it a dynamic skill's byte budget."""
-        self._active.pop(key, None)
+        if self._windows.pop(key, None) is not None:
+            logger.info("deactivated %s:%s", key.origin, key.locator)
         self._dynamic_spent.pop(key, None)
 
     async def _fetch(self, connection: _Connection, uri: str, item: ResourceItem | None) -> bytes:
         """Bytes for ``uri``. For a listed file: from the cache if it has them (they are
         verified after either way), else from the server, cut off above the listed size."""
-        if item is not None:
-            cached = self.cache.get(CacheKey(connection.client.label, uri, item.digest))
-            if cached is not None:
-                return cached
-            try:
-                return await connection.client.read_resource(uri, max_bytes=item.size)
-            except ResponseTooLarge:
-                raise SizeMismatch(
-                    f"the server sent more than the {item.size} bytes the listing promised",
-                    server=connection.client.label,
-                    uri=uri,
-                ) from None
-        return await connection.client.read_resource(uri)
+        if item is None:
+            return await self._call(connection, lambda c: c.read_resource(uri), uri=uri)
+        cached = self.cache.get(CacheKey(connection.label, uri, item.digest))
+        if cached is not None:
+            return cached
+        try:
+            return await self._call(
+                connection, lambda c: c.read_resource(uri, max_bytes=item.size), uri=uri
+            )
+        except ResponseTooLarge:
+            raise SizeMismatch(
+                f"the server sent more than the {item.size} bytes the listing promised",
+                server=connection.label,
+                uri=uri,
+            ) from None
 
     async def _verified(self, connection: _Connection, item: ResourceItem) -> VerifiedFile:
         """A listed file, fetched (or taken from the cache) and verified against ``item``."""
-        label = connection.client.label
+        label = connection.label
         data = await self._fetch(connection, item.uri, item)
         verified = verify_file(item, data, server=label)
+        logger.debug("verified %s from %s (%d bytes)", item.uri, label, verified.size)
         self.cache.put(CacheKey(label, item.uri, verified.digest), verified.data)
         return verified
 
@@ -517,7 +836,9 @@ class SkillHost:
         if left <= 0:
             raise spent_error
         try:
-            data = await connection.client.read_resource(uri, max_bytes=left)
+            data = await self._call(
+                connection, lambda c: c.read_resource(uri, max_bytes=left), uri=uri
+            )
         except ResponseTooLarge:
             raise spent_error from None
         self._dynamic_spent[record.key] = spent + len(data)
@@ -526,21 +847,43 @@ class SkillHost:
     async def _after_failure(
         self, record: SkillRecord, pinned: SkillEntry, error: SkillwardError
     ) -> NoReturn:
-        """The content is not used. Refresh the entry once; report a changed skill as such."""
+        """The content is not used, and nothing more is served under this activation.
+
+        The activation stays in the acting window, so its gates still apply. The entry
+        is refreshed once; a changed skill is reported as such, and its new entry
+        replaces the old one in the registry (loading it asks for approval again).
+        """
         label = record.origin.label
+        logger.info("verification failed for %s from %s: %s", error.uri, label, error.message)
+        window = self._windows.get(record.key)
+        if window is not None and window.ended is None:
+            self._windows[record.key] = dataclasses.replace(window, ended=error)
         try:
-            fresh = await self._connection(label).client.get_skill(pinned.uri)
+            fresh = await self._get_skill(self._connection(label), pinned.uri)
         except SkillwardError:
             raise error from None
         if entry_content(fresh) != entry_content(pinned) or fresh.frontmatter != pinned.frontmatter:
             self.registry.put(SkillRecord.from_entry(record.origin, fresh, listed=record.listed))
-            self._close(record.key)
-            raise SkillChanged(
+            changed = SkillChanged(
                 _describe_change(pinned, fresh) + f"; {error.message}",
                 server=label,
                 uri=pinned.uri,
-            ) from error
+            )
+            window = self._windows.get(record.key)
+            if window is not None:
+                self._windows[record.key] = dataclasses.replace(window, ended=changed)
+            raise changed from error
         raise error
+
+    def _ended(self, activation: Activation, uri: str) -> ReactivationRequired:
+        record = activation.record
+        cause = activation.ended
+        why = cause.message if cause is not None else "its content ended"
+        return ReactivationRequired(
+            f"nothing more is read under skill {self.registry.qualified_ref(record)!r}: {why}",
+            server=record.origin.label,
+            uri=uri,
+        )
 
     # --- reads (read_resource) ---------------------------------------------------------
 
@@ -548,12 +891,19 @@ class SkillHost:
         """A file of a skill, by a path relative to the skill root.
 
         While the skill is active, the read is checked against the pinned entry;
-        otherwise against the current listing entry.
+        otherwise against the current listing entry. For host code and people: the
+        model's ``read_resource`` tool reads files only of active skills.
         """
         record = await self.lookup(reference)
+        async with self._lock(record):
+            return await self._read_file(record, path)
+
+    async def _read_file(self, record: SkillRecord, path: str) -> ContextBlock:
         if not record.origin.is_mcp:
             assert record.directory is not None
-            shown, data = read_local_file(Path(record.directory), path, limits=self.limits)
+            shown, data = read_local_file(
+                Path(record.directory), path, limits=self.limits, label=record.origin.label
+            )
             block = file_block(
                 origin=record.origin,
                 uri=shown,
@@ -562,13 +912,30 @@ class SkillHost:
                 verified=False,
             )
             return self._emit(block)
-        activation = self._active.get(record.key)
-        entry = activation.entry if activation and activation.entry else record.entry
+        activation = self._windows.get(record.key)
+        entry: SkillEntry | None = record.entry
+        if activation is not None and activation.entry is not None:
+            entry = activation.entry
+            if activation.ended is not None:
+                raise self._ended(activation, str(resolve_reference(entry.root, path)))
         assert entry is not None
         uri = str(resolve_reference(entry.root, path))
-        # The same origin binding as read_resource: both public reads pass it.
-        await self._check_cross_origin(record.origin.label, uri)
+        if not entry.is_dynamic and uri not in entry.manifest:
+            raise self._unlisted(record, entry, uri)
+        if activation is None:
+            # Not a file of an active skill: the same origin binding as read_resource.
+            await self._check_cross_origin(record.origin.label, uri)
         return await self._read_skill_file(record, entry, uri)
+
+    def _unlisted(self, record: SkillRecord, entry: SkillEntry, uri: str) -> UnlistedResource:
+        files = sorted(entry.root.file_path(parse_uri(u)) for u in entry.manifest)
+        shown = ", ".join(files[:20]) + (f", and {len(files) - 20} more" if len(files) > 20 else "")
+        return UnlistedResource(
+            f"skill {self.registry.qualified_ref(record)!r} does not list this file; "
+            f"it lists {shown}",
+            server=record.origin.label,
+            uri=uri,
+        )
 
     async def _read_skill_file(
         self, record: SkillRecord, entry: SkillEntry, uri: str
@@ -592,14 +959,26 @@ class SkillHost:
         return self._emit(block)
 
     async def read_resource(self, server: str, uri: str) -> ContextBlock:
-        """The model's ``read_resource(server, uri)``: bound to the acting skills' servers."""
+        """The model's ``read_resource(server, uri)``.
+
+        A file listed by an active skill of ``server`` is read and verified against the
+        pinned entry, without asking. A file of a skill of ``server`` that is not active
+        is refused. A resource of another server's skill is refused (it names which
+        server lists it). Any other resource is an ordinary read, asked per call through
+        the cross-origin gate whenever another server's text is in context.
+        """
         connection = self._connection(server)
-        await self._check_cross_origin(server, uri)
         parsed = parse_uri(uri, max_length=self.limits.max_uri_length)
+        async with connection.lock:
+            return await self._read_resource(connection, parsed)
+
+    async def _read_resource(self, connection: _Connection, parsed: ResourceUri) -> ContextBlock:
+        server = connection.label
+        uri = str(parsed)
         acting = sorted(
             (
                 a
-                for a in self._active.values()
+                for a in self._windows.values()
                 if a.entry is not None and a.record.origin.label == server
             ),
             key=lambda a: -_depth(a.entry),  # type: ignore[arg-type]
@@ -609,6 +988,8 @@ class SkillHost:
             assert entry is not None
             if not (parsed.is_within(entry.root) or uri == str(entry.root)):
                 continue
+            if activation.ended is not None:
+                raise self._ended(activation, uri)
             if entry.is_dynamic:
                 # No manifest to hold it to: a live read, unverified and budgeted.
                 return await self._dynamic_read(connection, activation, uri)
@@ -616,11 +997,34 @@ class SkillHost:
                 return await self._read_skill_file(activation.record, entry, uri)
             if uri == str(entry.root) or any(m.startswith(uri + "/") for m in entry.manifest):
                 return await self._skill_directory(connection, activation, uri)
-            error = UnlistedResource(
-                f"the skill {entry.uri} does not list this file", server=server, uri=uri
-            )
-            await self._after_failure(activation.record, entry, error)
+            # Nothing was fetched: a URI the held entry does not list is never read.
+            raise self._unlisted(activation.record, entry, uri)
+        self._refuse_skill_files(server, parsed)
+        await self._check_cross_origin(server, uri)
         return await self._ordinary_read(connection, parsed)
+
+    def _refuse_skill_files(self, server: str, parsed: ResourceUri) -> None:
+        """Files of a skill that is not active are not read through the model's tool."""
+        for record in self.registry.records():
+            entry = record.entry
+            if entry is None or not (
+                parsed.is_within(entry.root) or str(parsed) == str(entry.root)
+            ):
+                continue
+            if record.origin.label == server:
+                raise SkillNotActive(
+                    f"this is a file of skill {self.registry.qualified_ref(record)!r}, which "
+                    "is not loaded; load it first",
+                    server=server,
+                    uri=str(parsed),
+                )
+            raise UnlistedResource(
+                f"this URI belongs to a skill of server {record.origin.label!r}, not of "
+                f"server {server!r}; nothing was read",
+                server=server,
+                uri=str(parsed),
+                hint=f"Read it from server {record.origin.label!r} once that skill is loaded.",
+            )
 
     async def _dynamic_read(
         self, connection: _Connection, activation: Activation, uri: str
@@ -636,16 +1040,18 @@ class SkillHost:
         return await self._live_directory(connection, activation.record.origin, uri)
 
     def _has_directory_read(self, connection: _Connection) -> bool:
-        return connection.skills and connection.client.capability().directory_read
+        client = connection.client
+        return connection.skills and client is not None and client.capability().directory_read
 
     async def _live_directory(
         self, connection: _Connection, origin: Origin, uri: str
     ) -> ContextBlock:
         """A directory as the server lists it now: untrusted, direct children only."""
         prefix = uri + "/"
+        listed = await self._call(connection, lambda c: c.read_directory(uri), uri=uri)
         children = [
             (child.uri.removeprefix(prefix), child.is_directory)
-            for child in await connection.client.read_directory(uri)
+            for child in listed
             # Anything but a direct child is malformed, and not shown as one.
             if child.uri.startswith(prefix)
             and "/" not in child.uri.removeprefix(prefix)
@@ -653,17 +1059,23 @@ class SkillHost:
         ]
         return self._emit(directory_block(origin=origin, uri=uri, children=children))
 
+    def _context_origins(self) -> set[str]:
+        """MCP origins whose text is in the model's context: the catalog, every block
+        handed out since the last reset, and every activation in the acting window."""
+        window = {a.record.origin.label for a in self._windows.values() if a.record.origin.is_mcp}
+        return self._in_context | window
+
     async def _check_cross_origin(self, server: str, uri: str) -> None:
-        acting = tuple(
-            sorted({a.record.origin.label for a in self._active.values() if a.record.origin.is_mcp})
-        )
-        if not acting or server in acting:
+        others = tuple(sorted(self._context_origins() - {server}))
+        if not others:
             return
-        request = CrossOriginRequest(acting=acting, target=server, uri=uri)
+        request = CrossOriginRequest(acting=others, target=server, uri=uri)
         if await self.cross_origin.decide(request) is not Decision.APPROVE:
+            logger.info("cross-origin read of %s on %s refused", uri, server)
             raise CrossOriginDenied(
-                f"a read against server {server!r} while acting on skills from "
-                f"{', '.join(repr(a) for a in acting)} needs approval naming both servers",
+                f"a read against server {server!r} while text from "
+                f"{', '.join(repr(a) for a in others)} is in context needs approval naming "
+                "those servers",
                 server=server,
                 uri=uri,
             )
@@ -686,7 +1098,7 @@ class SkillHost:
                 children[head] = children.get(head, False) or bool(slash)
         hidden = 0
         if self._has_directory_read(connection):
-            live = await connection.client.read_directory(uri)
+            live = await self._call(connection, lambda c: c.read_directory(uri), uri=uri)
             known = {prefix + name for name in children}
             hidden = sum(1 for child in live if child.uri not in known)
         block = directory_block(
@@ -698,26 +1110,10 @@ class SkillHost:
         return self._emit(block)
 
     async def _ordinary_read(self, connection: _Connection, uri: ResourceUri) -> ContextBlock:
-        """A read that is not part of an active skill: content, never an activation."""
-        label = connection.client.label
+        """A read that is no skill's file: content, never an activation, never verified."""
+        label = connection.label
         origin = self.registry.origin(label)
         text = str(uri)
-        item = next(
-            (
-                record.entry.manifest[text]
-                for record in self.registry.records()
-                if record.origin.label == label
-                and record.entry is not None
-                and text in record.entry.manifest
-            ),
-            None,
-        )
-        if item is not None:
-            verified = await self._verified(connection, item)
-            block = resource_block(
-                origin=origin, uri=text, data=verified.data, verified=True, digest=verified.digest
-            )
-            return self._emit(block)
         try:
             data = await self._fetch(connection, text, None)
         except ServerRejected:
@@ -735,16 +1131,18 @@ class SkillHost:
     async def authorize_execution(self, tool: str, *, detail: str = "") -> None:
         """Call before running a host code-execution tool the model asked for.
 
-        While any MCP skill is active, execution needs the execution gate's explicit
-        approval (deny by default); raises :class:`~skillward.errors.ExecutionDenied`.
-        With no MCP skill active, this returns without asking.
+        While any MCP skill is in the acting window (including one whose content
+        ended), execution needs the execution gate's explicit approval (deny by
+        default); raises :class:`~skillward.errors.ExecutionDenied`. With no MCP skill
+        in the window, this returns without asking.
         """
-        acting = tuple(sorted(k for k, a in self._active.items() if a.record.origin.is_mcp))
+        acting = tuple(sorted(k for k, a in self._windows.items() if a.record.origin.is_mcp))
         if not acting:
             return
         request = ExecutionRequest(tool=tool, acting=acting, detail=detail)
         if await self.execution.decide(request) is not Decision.APPROVE:
             labels = sorted({key.origin for key in acting})
+            logger.info("execution of %s refused while acting on %s", tool, ", ".join(labels))
             raise ExecutionDenied(
                 f"running {tool!r} while acting on skills from {', '.join(map(repr, labels))} "
                 "needs explicit approval for those skills",
@@ -754,25 +1152,112 @@ class SkillHost:
 
     # --- tools for the model ---------------------------------------------------------------
 
+    async def read_skill_block(self, name: str) -> ContextBlock:
+        """``read_skill`` as a block: the activated skill, or an error block. Never raises.
+
+        Takes only references to skills the catalog shows (unless
+        ``HostConfig.allow_uri_lookups``). An error that may quote anything a server
+        wrote is tagged with that server's origin; host errors quote nothing the model
+        or a server chose.
+        """
+        try:
+            record = self._tool_record(name)
+        except SkillwardError as error:
+            return self._tool_error(error, None)
+        except Exception:
+            logger.exception("read_skill failed")
+            return self._tool_error(UsageError("skillward failed to load the skill"), None)
+        try:
+            if record is None:  # an opted-in LABEL:URI lookup
+                record = await self.lookup(name)
+            async with self._lock(record):
+                return (await self._activate(record)).block
+        except SkillwardError as error:
+            return self._tool_error(error, record.origin if record else None)
+        except Exception:
+            logger.exception("read_skill failed")
+            failure = UsageError("skillward failed to load the skill")
+            return self._tool_error(failure, record.origin if record else None)
+
+    def _tool_record(self, name: object) -> SkillRecord | None:
+        """The catalog skill ``name`` names; None for an allowed ``LABEL:URI`` lookup."""
+        refuse = SkillNotFound(
+            "no skill in the catalog has that reference; pass a ref exactly as the catalog shows it"
+        )
+        if not isinstance(name, str):
+            raise refuse
+        try:
+            ref = parse_reference(name)
+        except UsageError:
+            raise refuse from None
+        try:
+            record = self.registry.resolve(ref)
+        except AmbiguousName:
+            raise UsageError(
+                "that reference matches several skills; pass a ref exactly as the catalog shows it"
+            ) from None
+        except SkillNotFound:
+            if self.config.allow_uri_lookups and ref.kind == "uri" and ref.label is not None:
+                return None
+            raise refuse from None
+        if not record.listed and not self.config.allow_uri_lookups:
+            raise refuse
+        return record
+
+    def _tool_error(self, error: SkillwardError, origin: Origin | None) -> ContextBlock:
+        if origin is None and error.server is not None:
+            try:
+                origin = self.registry.origin(error.server)
+            except UnknownServer:
+                origin = None
+        if origin is None and error.server is not None:
+            # Named for an origin this host does not know: quote none of it.
+            error = TransportError("the request failed")
+        return self._emit(error_block(error, origin=origin))
+
     async def read_skill_tool(self, name: str) -> str:
         """``read_skill``: the activated skill's block, or an error block the model can read."""
+        return (await self.read_skill_block(name)).text()
+
+    async def read_skill_tool_json(self, name: str) -> dict[str, Any]:
+        """``read_skill`` in JSON form (:meth:`ContextBlock.to_json`)."""
+        return (await self.read_skill_block(name)).to_json()
+
+    async def read_resource_block(self, server: str, uri: str) -> ContextBlock:
+        """``read_resource`` as a block: a verified, origin-tagged read, or an error block.
+        Never raises."""
+        origin = None
+        if isinstance(server, str):
+            origin = next((o for o in self.registry.origins() if o.label == server), None)
+        if origin is None or not origin.is_mcp or not isinstance(uri, str):
+            error = UnknownServer(
+                "no connected server has that label; use the server label a skill block names"
+            )
+            return self._tool_error(error, None)
         try:
-            return (await self.activate(name)).block.text()
+            return await self.read_resource(server, uri)
         except SkillwardError as error:
-            return self._emit(error_block(error)).text()
+            return self._tool_error(error, origin)
+        except Exception:
+            logger.exception("read_resource failed")
+            return self._tool_error(UsageError("skillward failed to read the resource"), origin)
 
     async def read_resource_tool(self, server: str, uri: str) -> str:
         """``read_resource``: a verified, origin-tagged read, or an error block."""
-        try:
-            return (await self.read_resource(server, uri)).text()
-        except SkillwardError as error:
-            origin = None
-            with contextlib.suppress(UnknownServer):
-                origin = self.registry.origin(server)
-            return self._emit(error_block(error, origin=origin)).text()
+        return (await self.read_resource_block(server, uri)).text()
 
-    def tool_definitions(self) -> list[dict[str, Any]]:
-        """The tools to register with the model; ``read_skill`` takes only catalog refs."""
+    async def read_resource_tool_json(self, server: str, uri: str) -> dict[str, Any]:
+        """``read_resource`` in JSON form (:meth:`ContextBlock.to_json`)."""
+        return (await self.read_resource_block(server, uri)).to_json()
+
+    def tool_definitions(self, style: ToolStyle = "mcp") -> list[dict[str, Any]]:
+        """The tools to register with the model, in the shape ``style``'s API takes.
+
+        ``mcp``: ``{name, description, inputSchema}``; ``anthropic`` (Messages API):
+        ``{name, description, input_schema}``; ``openai`` (Chat Completions):
+        ``{type: "function", function: {name, description, parameters}}``.
+        ``read_skill`` takes only the refs the catalog shows.
+        """
         read_skill = dict(TOOL_SCHEMAS["read_skill"])
         refs = [item.ref for item in self.catalog()]
         read_skill["inputSchema"] = {
@@ -780,4 +1265,28 @@ class SkillHost:
             "properties": {"name": {"type": "string", "enum": refs}},
             "required": ["name"],
         }
-        return [read_skill, TOOL_SCHEMAS["read_resource"]]
+        tools = [read_skill, TOOL_SCHEMAS["read_resource"]]
+        if style == "mcp":
+            return [dict(tool) for tool in tools]
+        if style == "anthropic":
+            return [
+                {
+                    "name": t["name"],
+                    "description": t["description"],
+                    "input_schema": t["inputSchema"],
+                }
+                for t in tools
+            ]
+        if style == "openai":
+            return [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t["name"],
+                        "description": t["description"],
+                        "parameters": t["inputSchema"],
+                    },
+                }
+                for t in tools
+            ]
+        raise UsageError(f"unknown tool style {style!r}; use 'mcp', 'anthropic' or 'openai'")

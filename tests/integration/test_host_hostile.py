@@ -32,6 +32,7 @@ from skillward.errors import (
     InvalidUri,
     SizeMismatch,
     SkillChanged,
+    SkillNotActive,
     SkillTooLarge,
     UnlistedResource,
     UnverifiableSkill,
@@ -254,7 +255,10 @@ async def test_content_rotated_after_activation_is_reported_as_a_changed_skill(w
             await w.host.read_file("rotating", "notes.md")
     assert isinstance(info.value.__cause__, IntegrityError)
     assert_nothing_reached_the_model(w, "rotated notes", "original notes")
-    assert w.host.active() == []
+    # The activation stays in the acting window, its content ended.
+    [held] = w.host.active()
+    assert held.record.key == activation.record.key
+    assert isinstance(held.ended, SkillChanged)
     refreshed = w.host.resolve("rotating").entry
     assert refreshed is not None
     assert refreshed.manifest != activation.entry.manifest  # type: ignore[union-attr]
@@ -373,16 +377,18 @@ async def test_a_read_against_another_server_while_acting_needs_approval(w: Worl
         await w.host.activate("good")
         w.blocks.clear()
         with pytest.raises(CrossOriginDenied) as info:
-            await w.host.read_resource("trusted", "skill://pdf-processing/SKILL.md")
+            await w.host.read_resource("trusted", "skill://acme/billing")
     assert w.cross_origin.asked[-1] == CrossOriginRequest(
-        acting=("hostile",), target="trusted", uri="skill://pdf-processing/SKILL.md"
+        acting=("hostile",), target="trusted", uri="skill://acme/billing"
     )
     assert "'hostile'" in str(info.value)
     assert_nothing_reached_the_model(w)
     w.cross_origin.answer = Decision.APPROVE
     with anyio.fail_after(30):
-        block = await w.host.read_resource("trusted", "skill://pdf-processing/SKILL.md")
-    assert block.kind == "resource"
+        block = await w.host.read_resource("trusted", "skill://acme/billing")
+    assert block.kind == "directory"
+    assert block.origin is not None
+    assert block.origin.label == "trusted"
 
 
 @pytest.mark.threat("T16")
@@ -402,12 +408,16 @@ async def test_read_file_of_another_servers_skill_while_acting_needs_approval(w:
     assert "resources/read" not in [m for m, _ in w.requests()[before:]]
 
 
-async def test_reading_a_skill_md_with_read_resource_does_not_activate_it(w: World) -> None:
-    with anyio.fail_after(30):
-        block = await w.host.read_resource("trusted", "skill://pdf-processing/SKILL.md")
-    assert block.kind == "resource"
-    assert block.verified
+@pytest.mark.threat("T16")
+async def test_a_skill_md_of_a_skill_that_is_not_loaded_is_not_read_through_read_resource(
+    w: World,
+) -> None:
+    before = len(w.requests())
+    with anyio.fail_after(30), pytest.raises(SkillNotActive):
+        await w.host.read_resource("hostile", "skill://good/SKILL.md")
     assert w.host.active() == []
+    assert w.requests()[before:] == []
+    assert_nothing_reached_the_model(w)
 
 
 async def test_a_skill_known_only_by_uri_is_confirmed_with_skills_get_on_its_server(
@@ -496,8 +506,11 @@ async def test_a_dynamic_skill_is_cut_off_at_the_total_size_limit(tmp_path: Path
                 await host.read_file("dyn", "big.bin")
 
 
-async def test_read_resource_of_a_directory_lists_its_direct_children(w: World) -> None:
+async def test_read_resource_of_an_active_skills_directory_lists_its_direct_children(
+    w: World,
+) -> None:
     with anyio.fail_after(30):
+        await w.host.activate("refunds")
         block = await w.host.read_resource("trusted", "skill://acme/billing/refunds")
     assert block.kind == "directory"
     assert block.children == (
