@@ -49,6 +49,7 @@ from skillward.errors import (
     InvalidResponse,
     ListingRunaway,
     ResponseTooLarge,
+    ServerDisconnected,
     ServerRejected,
     SkillTooLarge,
     SkillwardError,
@@ -132,7 +133,7 @@ def _translate(
     leaf = leaves[0] if leaves else error
     if isinstance(leaf, MCPError):
         if leaf.code == types.CONNECTION_CLOSED:
-            return TransportError("the connection closed", server=server, uri=uri)
+            return ServerDisconnected("the connection closed", server=server, uri=uri)
         if leaf.code == types.REQUEST_TIMEOUT:
             return DeadlineExceeded("the server did not answer in time", server=server, uri=uri)
         return ServerRejected(str(leaf.message)[:500], code=leaf.code, server=server, uri=uri)

@@ -485,6 +485,10 @@ class SkillHost:
             with scope:
                 try:
                     return await operation(client)
+                except ServerDisconnected as error:
+                    # The session noticed the connection is gone: end it, for every caller.
+                    self._lost(connection, error)
+                    raise self._disconnected(connection, uri) from None
                 except TransportError:
                     if connection.done.is_set():
                         raise self._disconnected(connection, uri) from None
@@ -492,6 +496,12 @@ class SkillHost:
         finally:
             connection.inflight.discard(scope)
         raise self._disconnected(connection, uri)
+
+    @staticmethod
+    def _lost(connection: _Connection, error: SkillwardError) -> None:
+        if connection.error is None:
+            connection.error = error
+        connection.stop.set()
 
     def _disconnected(self, connection: _Connection, uri: str | None) -> ServerDisconnected:
         reason = connection.error.message if connection.error is not None else "it was closed"
@@ -552,20 +562,28 @@ class SkillHost:
             raise UnknownServer(f"no connected server is labelled {label!r}")
         return connection
 
+    async def wait_disconnected(self, label: str) -> ServerStatus:
+        """Wait until ``label``'s connection ends (the server died, or it was closed),
+        and return its status, which says why."""
+        connection = self._connection(label)
+        await connection.done.wait()
+        return self._status(connection)
+
+    def _status(self, connection: _Connection) -> ServerStatus:
+        alive = connection.alive
+        return ServerStatus(
+            label=connection.label,
+            target=connection.spec.describe(),
+            state="connected" if alive else "disconnected",
+            error=None if alive else (connection.error or self._disconnected(connection, None)),
+            skills=connection.skills,
+            note=connection.note,
+            reported_name=connection.reported_name,
+        )
+
     def servers(self) -> list[ServerStatus]:
         """Every server connected to this host, connected or not, in connection order."""
-        return [
-            ServerStatus(
-                label=c.label,
-                target=c.spec.describe(),
-                state="connected" if c.alive else "disconnected",
-                error=None if c.alive else (c.error or self._disconnected(c, None)),
-                skills=c.skills,
-                note=c.note,
-                reported_name=c.reported_name,
-            )
-            for c in self._connections.values()
-        ]
+        return [self._status(c) for c in self._connections.values()]
 
     # --- what people and models see -----------------------------------------------------
 
@@ -1163,10 +1181,11 @@ class SkillHost:
         try:
             record = self._tool_record(name)
         except SkillwardError as error:
-            return self._tool_error(error, None)
+            return self._tool_error(error, None, host_words=True)
         except Exception:
             logger.exception("read_skill failed")
-            return self._tool_error(UsageError("skillward failed to load the skill"), None)
+            failure = UsageError("skillward failed to load the skill")
+            return self._tool_error(failure, None, host_words=True)
         try:
             if record is None:  # an opted-in LABEL:URI lookup
                 record = await self.lookup(name)
@@ -1196,7 +1215,7 @@ class SkillHost:
             raise UsageError(
                 "that reference matches several skills; pass a ref exactly as the catalog shows it"
             ) from None
-        except SkillNotFound:
+        except (SkillNotFound, UnknownServer):
             if self.config.allow_uri_lookups and ref.kind == "uri" and ref.label is not None:
                 return None
             raise refuse from None
@@ -1204,15 +1223,16 @@ class SkillHost:
             raise refuse
         return record
 
-    def _tool_error(self, error: SkillwardError, origin: Origin | None) -> ContextBlock:
+    def _tool_error(
+        self, error: SkillwardError, origin: Origin | None, *, host_words: bool = False
+    ) -> ContextBlock:
+        """An error block for the model. Tagged with the origin whose text it may quote;
+        a host block (no origin) carries only skillward's own words."""
         if origin is None and error.server is not None:
-            try:
-                origin = self.registry.origin(error.server)
-            except UnknownServer:
-                origin = None
-        if origin is None and error.server is not None:
-            # Named for an origin this host does not know: quote none of it.
-            error = TransportError("the request failed")
+            origin = next((o for o in self.registry.origins() if o.label == error.server), None)
+        if origin is None and not host_words:
+            # It may quote the model's arguments, or an origin this host does not know.
+            error = UsageError(f"the request failed ({type(error).__name__})")
         return self._emit(error_block(error, origin=origin))
 
     async def read_skill_tool(self, name: str) -> str:
@@ -1233,7 +1253,7 @@ class SkillHost:
             error = UnknownServer(
                 "no connected server has that label; use the server label a skill block names"
             )
-            return self._tool_error(error, None)
+            return self._tool_error(error, None, host_words=True)
         try:
             return await self.read_resource(server, uri)
         except SkillwardError as error:

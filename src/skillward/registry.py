@@ -216,11 +216,24 @@ class Registry:
         return [d for label in sorted(self._declined) for d in self._declined[label]]
 
     def qualified_ref(self, record: SkillRecord) -> str:
-        """``LABEL:NAME``, or ``LABEL:PATH`` when the origin has the name more than once."""
+        """The shortest qualified reference that resolves to ``record`` alone.
+
+        ``LABEL:NAME``; ``LABEL:PATH`` when the origin has the name more than once;
+        ``LABEL:URI`` when even the path is shared (entries that differ only in their
+        URI scheme).
+        """
+        label = record.origin.label
         namesakes = self._names.get(record.name, set())
-        if sum(key.origin == record.origin.label for key in namesakes) > 1:
-            return f"{record.origin.label}:{record.path}"
-        return f"{record.origin.label}:{record.name}"
+        if sum(key.origin == label for key in namesakes) <= 1:
+            return f"{label}:{record.name}"
+        same_path = [
+            key
+            for key in namesakes
+            if key.origin == label and self._records[key].path == record.path
+        ]
+        if len(same_path) <= 1 or not record.origin.is_mcp:
+            return f"{label}:{record.path}"
+        return f"{label}:{record.key.locator}"
 
     def display_ref(self, record: SkillRecord) -> str:
         """The bare name when no other skill anywhere shares it, else the qualified form."""

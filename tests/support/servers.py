@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 from collections.abc import AsyncIterator, Sequence
@@ -31,6 +32,13 @@ def serve_argv(directory: Path, *options: str) -> list[str]:
 @asynccontextmanager
 async def http_server(argv: Sequence[str]) -> AsyncIterator[str]:
     """Run ``argv`` (a ``serve --http 127.0.0.1:0`` command) and yield its URL."""
+    async with http_server_process(argv) as (url, _):
+        yield url
+
+
+@asynccontextmanager
+async def http_server_process(argv: Sequence[str]) -> AsyncIterator[tuple[str, Process]]:
+    """Like :func:`http_server`, and the process too, for tests that stop it themselves."""
     process: Process = await anyio.open_process(list(argv))
     try:
         assert process.stderr is not None
@@ -45,9 +53,11 @@ async def http_server(argv: Sequence[str]) -> AsyncIterator[str]:
                 raise AssertionError(
                     f"server exited before serving: {seen.decode(errors='replace')}"
                 )
-        yield match.group().decode()
+        yield match.group().decode(), process
     finally:
-        process.terminate()
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.terminate()
         with anyio.fail_after(10):
             await process.wait()
         await process.aclose()

@@ -116,3 +116,19 @@ def test_reads_never_pass_through_a_symlink(tmp_path: Path) -> None:
     for path in ("link/secret.md", "direct.md"):
         with pytest.raises(UsageError):
             read_local_file(tmp_path / "s", path, limits=LIMITS)
+
+
+def test_a_fifo_in_a_skill_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    write(tmp_path, "pdf/SKILL.md", skill_md("pdf"))
+    os.mkfifo(tmp_path / "pdf" / "pipe.md")
+    with pytest.raises(UsageError, match="not a regular file") as info:
+        read_local_file(tmp_path / "pdf", "pipe.md", limits=LIMITS, label="project")
+    assert "local skills 'project'" in str(info.value)
+
+
+def test_a_configured_directory_that_is_a_symlink_is_not_scanned(tmp_path: Path) -> None:
+    write(tmp_path, "real/pdf/SKILL.md", skill_md("pdf"))
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    _, records, _, notes = discover(LocalSkillDir("project", tmp_path / "link"), limits=LIMITS)
+    assert records == []
+    assert any("symlink" in note for note in notes)

@@ -195,3 +195,23 @@ def test_a_look_alike_collision_lists_every_origin_at_each_path(registry: Regist
     folded = [c for c in registry.collisions() if c.kind == "folded"]
     assert len(folded) == 1
     assert set(folded[0].members) == {"docs:notes", "other:notes", "project:notes"}
+
+
+def test_entries_that_differ_only_in_uri_scheme_each_get_a_ref_of_their_own() -> None:
+    registry = Registry()
+    skill = mcp_record(ACME, "acme/tools/lint")
+    other_uri = "other://acme/tools/lint/SKILL.md"
+    other = SkillRecord.from_entry(
+        ACME,
+        parse_entry(
+            {
+                "uri": other_uri,
+                "frontmatter": {"name": "lint", "description": "the other scheme"},
+                "resources": [{"uri": other_uri, "digest": DIGEST, "size": 1}],
+            }
+        ),
+    )
+    registry.set_origin(ACME, [skill, other])
+    refs = [registry.display_ref(skill), registry.display_ref(other)]
+    assert refs == ["acme:skill://acme/tools/lint/SKILL.md", "acme:" + other_uri]
+    assert [registry.resolve(ref) for ref in refs] == [skill, other]

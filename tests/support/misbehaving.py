@@ -1,0 +1,125 @@
+"""Servers that misbehave on the wire: they stall, loop, nest, or die mid-read.
+
+Each is `skillward serve` (the real handlers) with one middleware that changes what a
+chosen method does. Run as a subprocess::
+
+    python -m tests.support.misbehaving DIR --mode MODE [--http 127.0.0.1:0] [--pid FILE]
+
+Modes:
+
+* ``silent``: never answers anything, the handshake included;
+* ``stall-list``: answers the handshake, never answers ``skills/list``;
+* ``stall-read``: never answers ``resources/read``;
+* ``endless``: every ``skills/list`` page has a new ``nextCursor``;
+* ``nested``: the ``skills/list`` result carries 100,000 levels of nested JSON (stdio
+  only: written as raw JSON-RPC lines, since no serializer would produce it);
+* ``die-on-read``: the process exits in the middle of answering ``resources/read``;
+* ``ok``: behaves (used for a healthy second server, with ``--pid``).
+
+``--pid FILE`` writes the process id, so a test can kill the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.server import Server
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+
+from skillward.server import (
+    SkillCatalog,
+    build_server,
+    quiet_transport_logs,
+    serve_http,
+    serve_stdio,
+)
+
+MODES = ("ok", "silent", "stall-list", "stall-read", "endless", "nested", "die-on-read")
+
+
+def _raw_nested_stdio(depth: int) -> None:
+    """A legacy-handshake JSON-RPC peer on stdio whose skills/list result nests ``depth`` deep."""
+    capabilities = {"resources": {}, "extensions": {"io.modelcontextprotocol/skills": {}}}
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message:
+            continue
+        method = message.get("method")
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
+        if method == "initialize":
+            reply["result"] = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": capabilities,
+                "serverInfo": {"name": "nested", "version": "1"},
+            }
+        elif method == "skills/list":
+            deep = "[" * depth + "]" * depth
+            text = json.dumps(reply)[:-1] + f', "result": {{"skills": [], "deep": {deep}}}}}'
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+            continue
+        else:
+            reply["error"] = {"code": -32601, "message": "method not found"}
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
+
+
+def build_misbehaving_server(directory: Path, mode: str) -> Server[Any]:
+    if mode not in MODES:
+        raise ValueError(mode)
+    server = build_server(SkillCatalog.from_directory(directory), name="misbehaving")
+    pages = 0
+
+    async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        nonlocal pages
+        method = ctx.method
+        if mode == "silent" or (mode == "stall-list" and method == "skills/list"):
+            await anyio.sleep_forever()
+        if mode == "stall-read" and method == "resources/read":
+            await anyio.sleep_forever()
+        if mode == "endless" and method == "skills/list":
+            pages += 1
+            return {"skills": [], "nextCursor": f"page-{pages}"}
+        if mode == "die-on-read" and method == "resources/read":
+            os._exit(3)
+        return await call_next(ctx)
+
+    server.middleware.append(middleware)
+    return server
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("directory", type=Path)
+    parser.add_argument("--mode", choices=MODES, required=True)
+    parser.add_argument("--http")
+    parser.add_argument("--pid", type=Path)
+    args = parser.parse_args()
+    if args.pid is not None:
+        args.pid.write_text(str(os.getpid()))
+    if args.mode == "nested":
+        _raw_nested_stdio(100_000)
+        return
+    server = build_misbehaving_server(args.directory, args.mode)
+    if not args.http:
+        anyio.run(serve_stdio, server)
+        return
+    quiet_transport_logs()
+    host, _, port = args.http.rpartition(":")
+
+    async def run() -> None:
+        async with serve_http(server, host=host, port=int(port)) as url:
+            print(f"misbehaving: serving at {url}", file=sys.stderr, flush=True)
+            await anyio.sleep_forever()
+
+    anyio.run(run)
+
+
+if __name__ == "__main__":
+    main()
