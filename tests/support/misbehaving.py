@@ -45,7 +45,10 @@ MODES = ("ok", "silent", "stall-list", "stall-read", "endless", "nested", "die-o
 
 def _raw_nested_stdio(depth: int) -> None:
     """A legacy-handshake JSON-RPC peer on stdio whose skills/list result nests ``depth`` deep."""
-    capabilities = {"resources": {}, "extensions": {"io.modelcontextprotocol/skills": {}}}
+    capabilities: dict[str, Any] = {
+        "resources": {},
+        "extensions": {"io.modelcontextprotocol/skills": {}},
+    }
     for line in sys.stdin:
         message = json.loads(line)
         if "id" not in message:
