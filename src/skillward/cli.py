@@ -18,11 +18,20 @@ import anyio
 
 from skillward._dirs import default_servers_file
 from skillward._local import LocalSkillDir, default_local_dirs
+from skillward._version import __version__
 from skillward.approvals import ActivationRequest, ApproveOnce, Decision
 from skillward.config import Limits
-from skillward.errors import ConfigError, SkillwardError, UsageError
+from skillward.errors import (
+    AmbiguousName,
+    ConfigError,
+    SkillNotFound,
+    SkillwardError,
+    UnknownServer,
+    UsageError,
+    printable,
+)
 from skillward.host import HostConfig, SkillHost
-from skillward.prompts import Terminal, TerminalApprover
+from skillward.prompts import OriginSummary, Terminal, TerminalApprover, error_json
 from skillward.servers import (
     ServerSpec,
     StdioTransport,
@@ -69,6 +78,91 @@ def _skills_dir(text: str) -> LocalSkillDir:
         raise argparse.ArgumentTypeError(exc.message) from None
 
 
+def _timeout(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"expected seconds between 0 and 3600, not {text!r}")
+    return value
+
+
+#: Options every command takes, before or after the command name. Given after it,
+#: they land under ``sub_<dest>`` and are merged by :func:`_merge_common`.
+_LISTS = ("server", "skills_dir")
+_FLAGS = ("no_local", "json", "debug")
+_VALUES = ("config", "timeout")
+
+
+def _common_options(parser: argparse.ArgumentParser, prefix: str) -> None:
+    parser.add_argument(
+        "--config",
+        dest=prefix + "config",
+        type=Path,
+        metavar="FILE",
+        help=f"mcpServers JSON file (default: {default_servers_file()}, if it exists)",
+    )
+    parser.add_argument(
+        "--server",
+        dest=prefix + "server",
+        action="append",
+        metavar="LABEL=URL_OR_COMMAND",
+        help="connect a server under LABEL (repeatable); a URL for streamable HTTP, "
+        "otherwise a command line for stdio",
+    )
+    parser.add_argument(
+        "--skills-dir",
+        dest=prefix + "skills_dir",
+        action="append",
+        type=_skills_dir,
+        metavar="LABEL=PATH",
+        help="a local skills directory (repeatable); the default is ./.agents/skills "
+        "as 'project' and ~/.agents/skills as 'user'",
+    )
+    parser.add_argument(
+        "--no-local",
+        dest=prefix + "no_local",
+        action="store_true",
+        default=None,
+        help="do not discover local skills",
+    )
+    parser.add_argument(
+        "--json",
+        dest=prefix + "json",
+        action="store_true",
+        default=None,
+        help="machine-readable output (errors too, on stderr)",
+    )
+    parser.add_argument(
+        "--timeout",
+        dest=prefix + "timeout",
+        type=_timeout,
+        metavar="SECONDS",
+        help="deadline for each operation with a server, the handshake included (default 60)",
+    )
+    parser.add_argument(
+        "--debug",
+        dest=prefix + "debug",
+        action="store_true",
+        default=None,
+        help="show tracebacks and the SDK's log on errors",
+    )
+
+
+def _merge_common(args: argparse.Namespace) -> argparse.Namespace:
+    """Fold options given after the command into those given before it."""
+    for name in _LISTS:
+        merged = (getattr(args, name, None) or []) + (getattr(args, "sub_" + name, None) or [])
+        setattr(args, name, merged)
+    for name in _FLAGS:
+        setattr(args, name, bool(getattr(args, name, None) or getattr(args, "sub_" + name, None)))
+    for name in _VALUES:
+        later = getattr(args, "sub_" + name, None)
+        setattr(args, name, later if later is not None else getattr(args, name, None))
+    return args
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="skillward",
@@ -76,33 +170,10 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Exit codes: "
         + "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES.items()),
     )
-    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("--version", action="version", version=f"skillward {__version__}")
+    _common_options(parser, "")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--config",
-        type=Path,
-        metavar="FILE",
-        help=f"mcpServers JSON file (default: {default_servers_file()}, if it exists)",
-    )
-    common.add_argument(
-        "--server",
-        action="append",
-        default=[],
-        metavar="LABEL=URL_OR_COMMAND",
-        help="connect a server under LABEL (repeatable); a URL for streamable HTTP, "
-        "otherwise a command line for stdio",
-    )
-    common.add_argument(
-        "--skills-dir",
-        action="append",
-        default=[],
-        type=_skills_dir,
-        metavar="LABEL=PATH",
-        help="a local skills directory (repeatable); the default is ./.agents/skills "
-        "as 'project' and ~/.agents/skills as 'user'",
-    )
-    common.add_argument("--no-local", action="store_true", help="do not discover local skills")
-    common.add_argument("--json", action="store_true", help="machine-readable output")
+    _common_options(common, "sub_")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     commands.add_parser(
@@ -252,14 +323,23 @@ def _local_dirs(args: argparse.Namespace) -> tuple[LocalSkillDir, ...]:
     return tuple(args.skills_dir) or default_local_dirs()
 
 
+def _limits(args: argparse.Namespace) -> Limits:
+    timeout = getattr(args, "timeout", None)
+    if timeout is None:
+        return Limits()
+    return Limits(operation_timeout=timeout, request_timeout=min(Limits().request_timeout, timeout))
+
+
 async def _with_host(
     args: argparse.Namespace,
     terminal: Terminal,
     body: Callable[[SkillHost, _CommandLineApprover], Awaitable[int]],
 ) -> int:
     approver = _CommandLineApprover(terminal, getattr(args, "approve_once", False))
-    config = HostConfig(limits=Limits(), local_dirs=_local_dirs(args))
-    status = EXIT_OK
+    config = HostConfig(limits=_limits(args), local_dirs=_local_dirs(args))
+    # Servers that failed to connect, and why: `list` shows them, other commands blame them.
+    failed: dict[str, tuple[ServerSpec, SkillwardError]] = {}
+    args.connect_failures = failed
     async with SkillHost(config=config, approver=approver) as host:
         for note in host.notes:
             terminal.note(note)
@@ -268,9 +348,42 @@ async def _with_host(
                 await host.connect(spec)
             except SkillwardError as error:
                 terminal.error(error)
-                status = error.exit_code
-        result = await body(host, approver)
+                failed[spec.label] = (spec, error)
+        status = max((error.exit_code for _, error in failed.values()), default=EXIT_OK)
+        try:
+            result = await body(host, approver)
+        except (UnknownServer, SkillNotFound, AmbiguousName) as error:
+            if not failed:
+                raise
+            # The reference may name what a failed server serves: that failure is the cause.
+            labels = ", ".join(repr(label) for label in failed)
+            terminal.note(
+                f"({printable(str(error))}; {labels} failed to connect, so its skills are unknown)"
+            )
+            return status
     return result or status
+
+
+def _origin_summaries(host: SkillHost, args: argparse.Namespace) -> list[OriginSummary]:
+    """Every origin ``list`` shows: connected servers, failed ones, local directories."""
+    summaries: list[OriginSummary] = []
+    for status in host.servers():
+        problem = None
+        if status.error is not None:
+            problem = f"disconnected: {status.error.message}"
+        elif not status.skills:
+            problem = f"offers no skills: {status.note}"
+        summaries.append(
+            OriginSummary("mcp", status.label, status.target, status.reported_name, problem)
+        )
+    for label, (spec, error) in getattr(args, "connect_failures", {}).items():
+        summaries.append(
+            OriginSummary("mcp", label, spec.describe(), None, f"failed to connect: {error}")
+        )
+    for origin in host.registry.origins():
+        if not origin.is_mcp:
+            summaries.append(OriginSummary("local", origin.label, origin.detail or ""))
+    return summaries
 
 
 async def _list(
@@ -280,41 +393,61 @@ async def _list(
     # catalog() lists the listed records in registry order, so the two line up.
     records = [record for record in host.registry.records() if record.listed]
     qualified = [host.registry.qualified_ref(record) for record in records]
-    if args.json:
-        terminal.json(
+    origins = _origin_summaries(host, args)
+    if not args.json:
+        terminal.catalog(items, qualified, host.collisions(), host.declined(), origins)
+        return EXIT_OK
+    failures: dict[str, tuple[ServerSpec, SkillwardError]] = getattr(args, "connect_failures", {})
+    servers = []
+    for summary in origins:
+        if summary.kind != "mcp":
+            continue
+        status = next((s for s in host.servers() if s.label == summary.label), None)
+        error = status.error if status is not None else failures[summary.label][1]
+        servers.append(
             {
-                "skills": [
-                    {
-                        "ref": item.ref,
-                        "qualified": full,
-                        "name": item.name,
-                        "description": item.description,
-                        "origin": {
-                            "kind": item.origin.kind,
-                            "label": item.origin.label,
-                            "reported_name_unverified": item.origin.detail
-                            if item.origin.is_mcp
-                            else None,
-                        },
-                    }
-                    for item, full in zip(items, qualified, strict=True)
-                ],
-                "collisions": [
-                    {
-                        "kind": c.kind,
-                        "subject": c.subject,
-                        "members": list(c.members),
-                        "message": c.message,
-                    }
-                    for c in host.collisions()
-                ],
-                "declined": [
-                    {"origin": d.origin.label, "error": str(d.error)} for d in host.declined()
-                ],
+                "label": summary.label,
+                "target": summary.target,
+                "state": status.state if status is not None else "failed",
+                "skills_extension": status.skills if status is not None else None,
+                "problem": summary.problem,
+                "error": error_json(error) if error is not None else None,
+                "reported_name_unverified": summary.reported_name,
             }
         )
-    else:
-        terminal.catalog(items, qualified, host.collisions(), host.declined())
+    terminal.json(
+        {
+            "skills": [
+                {
+                    "ref": item.ref,
+                    "qualified": full,
+                    "name": item.name,
+                    "description": item.description,
+                    "origin": {
+                        "kind": item.origin.kind,
+                        "label": item.origin.label,
+                        "reported_name_unverified": item.origin.detail
+                        if item.origin.is_mcp
+                        else None,
+                    },
+                }
+                for item, full in zip(items, qualified, strict=True)
+            ],
+            "servers": servers,
+            "collisions": [
+                {
+                    "kind": c.kind,
+                    "subject": c.subject,
+                    "members": list(c.members),
+                    "message": c.message,
+                }
+                for c in host.collisions()
+            ],
+            "declined": [
+                {"origin": d.origin.label, "error": str(d.error)} for d in host.declined()
+            ],
+        }
+    )
     return EXIT_OK
 
 
@@ -400,6 +533,7 @@ async def _demo(terminal: Terminal) -> int:
             [host.registry.qualified_ref(r) for r in records],
             host.collisions(),
             host.declined(),
+            [OriginSummary("mcp", s.label, s.target, s.reported_name) for s in host.servers()],
         )
         terminal.heading("2. The catalog, as the model sees it (listing read no files)")
         terminal.text(host.catalog_block().text())
@@ -444,14 +578,32 @@ async def _demo(terminal: Terminal) -> int:
 _HOST_COMMANDS = {"list": _list, "show": _show, "load": _load, "read": _read}
 
 
+class _EscapingFormatter(logging.Formatter):
+    """Log lines may quote servers (and the SDK's tracebacks quote their bytes): escape them."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return printable(super().format(record), limit=4000)
+
+
+def _configure_logging(debug: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_EscapingFormatter("%(name)s: %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
+    # The SDK logs every request at INFO and server parse failures with tracebacks:
+    # the command reports those itself, so the SDK speaks only under --debug.
+    for name in ("mcp", "httpx", "httpx2", "uvicorn"):
+        logging.getLogger(name).setLevel(logging.WARNING if debug else logging.CRITICAL)
+    logging.getLogger("skillward").setLevel(logging.DEBUG if debug else logging.WARNING)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(name)s: %(message)s")
+    args = _merge_common(parser.parse_args(argv))
+    _configure_logging(args.debug)
     if args.command is None:
         parser.print_help()
         return EXIT_OK
-    terminal = Terminal()
+    terminal = Terminal(json_errors=args.json)
     try:
         if args.command == "serve":
             return _serve(args)

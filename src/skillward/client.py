@@ -41,6 +41,7 @@ from skillward._methods import (
     SkillsListParams,
     SkillsListRequest,
 )
+from skillward._version import __version__
 from skillward.config import Limits
 from skillward.errors import (
     CapabilityMissing,
@@ -167,7 +168,7 @@ class SkillsClient:
             read_timeout_seconds=limits.request_timeout,
             # Every answer must come from the server, never from a response cache.
             cache=None,
-            client_info=types.Implementation(name="skillward", version="0.1.0"),
+            client_info=types.Implementation(name="skillward", version=__version__),
         )
         body_error: BaseException | None = None
         try:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 import anyio.to_thread
@@ -18,13 +20,15 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.prompt import Confirm
 from rich.table import Table
+from rich.text import Text
 
 from skillward.approvals import ActivationRequest, Decision
 from skillward.context import CatalogItem, ContextBlock
 from skillward.errors import SkillwardError, printable
 from skillward.registry import Collision, Declined, SkillRecord
+from skillward.uris import parse_uri
 
-__all__ = ["Terminal", "TerminalApprover"]
+__all__ = ["OriginSummary", "Terminal", "TerminalApprover", "error_json"]
 
 
 def _safe(text: object, limit: int = 300) -> str:
@@ -40,22 +44,72 @@ def _size(n: int) -> str:
 
 
 def _origin(record_origin_kind: str, label: str) -> str:
-    return f"MCP server {label}" if record_origin_kind == "mcp" else f"local {label}"
+    return f"MCP server {label}" if record_origin_kind == "mcp" else f"local skills {label}"
+
+
+def _short_digest(digest: str) -> str:
+    """``sha256:`` and the first 12 hex digits: enough to compare by eye."""
+    return digest[: len("sha256:") + 12]
+
+
+def _origin_heading(summary: OriginSummary) -> Text:
+    heading = Text(_origin(summary.kind, summary.label), style="bold")
+    if summary.target:
+        heading.append(f"  {printable(summary.target, limit=300)}", style="dim")
+    if summary.kind == "mcp" and summary.reported_name:
+        heading.append(
+            f"  (reports its name as {printable(summary.reported_name, limit=80)!r}, unverified)",
+            style="dim",
+        )
+    return heading
+
+
+def error_json(error: SkillwardError) -> dict[str, object]:
+    """An error as ``--json`` prints it: its type, one-line text, hint and exit code."""
+    return {
+        "error": type(error).__name__,
+        "message": str(error),
+        "hint": printable(error.hint, limit=500) if error.hint else None,
+        "server": error.server,
+        "uri": printable(error.uri) if error.uri is not None else None,
+        "exit_code": error.exit_code,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class OriginSummary:
+    """One origin as ``list`` shows it: where it is, and what is wrong with it, if anything."""
+
+    kind: str
+    label: str
+    #: How it is reached: a command line or URL, or the local directory.
+    target: str
+    #: ``serverInfo.name`` as the server reported it (unverified).
+    reported_name: str | None = None
+    #: Why it offers nothing: failed to connect, disconnected, or no skills extension.
+    problem: str | None = None
 
 
 class Terminal:
-    """Readable output for people; ``--json`` output for scripts."""
+    """Readable output for people; ``--json`` output for scripts.
 
-    def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
-        self.out = Console(file=out or sys.stdout, highlight=False, soft_wrap=True)
-        self.err = Console(file=err or sys.stderr, highlight=False, soft_wrap=True)
+    Text wraps at the terminal's width and is never cropped; context blocks and JSON
+    are printed verbatim, unwrapped. With ``json_errors``, errors are JSON on stderr.
+    """
+
+    def __init__(
+        self, out: TextIO | None = None, err: TextIO | None = None, *, json_errors: bool = False
+    ) -> None:
+        self.out = Console(file=out or sys.stdout, highlight=False)
+        self.err = Console(file=err or sys.stderr, highlight=False)
+        self.json_errors = json_errors
 
     def json(self, data: object) -> None:
-        self.out.print(json.dumps(data, indent=2, ensure_ascii=False), markup=False)
+        self.out.print(json.dumps(data, indent=2, ensure_ascii=False), markup=False, soft_wrap=True)
 
     def text(self, text: str) -> None:
         # Context blocks are already neutralised; print them verbatim, never as markup.
-        self.out.print(text, markup=False, highlight=False)
+        self.out.print(text, markup=False, highlight=False, soft_wrap=True)
 
     def heading(self, text: str) -> None:
         self.out.print(f"\n[bold]{escape(text)}[/bold]")
@@ -64,10 +118,14 @@ class Terminal:
         self.err.print(f"[dim]{_safe(text, 500)}[/dim]")
 
     def error(self, error: SkillwardError) -> None:
+        if self.json_errors:
+            self.err.print(json.dumps(error_json(error), ensure_ascii=True), soft_wrap=True)
+            return
         line = f"[red]skillward:[/red] {_safe(str(error), 2000)}"
         if error.hint:
             line += f"\n  [dim]hint: {_safe(error.hint, 500)}[/dim]"
-        self.err.print(line)
+        # One line each, for the error and its hint: the terminal wraps, grep still matches.
+        self.err.print(line, soft_wrap=True)
 
     def catalog(
         self,
@@ -75,25 +133,48 @@ class Terminal:
         qualified: Sequence[str],
         collisions: Sequence[Collision],
         declined: Sequence[Declined],
+        origins: Sequence[OriginSummary] = (),
     ) -> None:
-        table = Table(title="Skills", show_lines=False)
-        # References are identities: wrap them, never cut them short with an ellipsis.
-        table.add_column("reference", overflow="fold")
-        table.add_column("qualified", overflow="fold")
-        table.add_column("origin", overflow="fold")
-        table.add_column("description", overflow="fold")
+        """The catalog grouped by origin: each origin once, then its skills.
+
+        A reference is printed whole on a line of its own, never broken; descriptions
+        wrap below it. The server's self-reported name is shown once, marked unverified.
+        """
+        by_origin: dict[str, list[tuple[CatalogItem, str]]] = {}
         for item, full in zip(items, qualified, strict=True):
-            origin = _origin(item.origin.kind, item.origin.label)
-            if item.origin.is_mcp and item.origin.detail:
-                origin += f"\n[dim](reports name {_safe(item.origin.detail, 80)}, unverified)[/dim]"
-            table.add_row(_safe(item.ref), _safe(full), origin, _safe(item.description, 200))
-        self.out.print(table)
-        if not items:
+            by_origin.setdefault(item.origin.label, []).append((item, full))
+        summaries = {o.label: o for o in origins}
+        for item, _ in (pair for group in by_origin.values() for pair in group):
+            summaries.setdefault(
+                item.origin.label,
+                OriginSummary(item.origin.kind, item.origin.label, item.origin.detail or "", None),
+            )
+        if not summaries:
             self.out.print("[dim]No skills.[/dim]")
+        for label, summary in summaries.items():
+            self.out.print(_origin_heading(summary))
+            if summary.problem:
+                self._indented(printable(summary.problem, limit=500), 2, style="yellow")
+            group = by_origin.get(label, [])
+            if not group and not summary.problem:
+                self._indented("no skills", 2, style="dim")
+            for item, full in group:
+                ref = Text("  " + printable(item.ref, limit=300), style="bold")
+                if full != item.ref:
+                    ref.append(f"  ({printable(full, limit=300)})", style="dim")
+                self.out.print(ref, soft_wrap=True)
+                self._indented(printable(item.description, limit=1024), 6)
         for collision in collisions:
             self.out.print(f"[yellow]collision:[/yellow] {_safe(collision.message, 500)}")
         for refused in declined:
             self.out.print(f"[red]declined:[/red] {_safe(str(refused.error), 500)}")
+
+    def _indented(self, text: str, indent: int, *, style: str | None = None) -> None:
+        """``text`` wrapped at the terminal's width below an indent: wrapped, never cut."""
+        pad = " " * indent
+        width = max(20, self.out.width - 1)
+        wrapped = textwrap.fill(text, width, initial_indent=pad, subsequent_indent=pad)
+        self.out.print(Text(wrapped, style=style or ""), soft_wrap=True)
 
     def entry(self, record: SkillRecord, qualified: str) -> None:
         origin = _origin(record.origin.kind, record.origin.label)
@@ -119,18 +200,25 @@ class Terminal:
         if entry is not None:
             self.out.print("frontmatter:")
             self.out.print(
-                json.dumps(entry.frontmatter.as_dict(), indent=2, ensure_ascii=True), markup=False
+                json.dumps(entry.frontmatter.as_dict(), indent=2, ensure_ascii=True),
+                markup=False,
+                soft_wrap=True,
             )
             if entry.is_dynamic:
                 self.out.print("[yellow]resources: dynamic (content cannot be verified)[/yellow]")
                 return
-            table = Table(title=f"{len(entry.manifest)} files, {_size(entry.total_size)}")
-            table.add_column("file", overflow="fold")
-            table.add_column("size", justify="right")
-            table.add_column("digest", overflow="fold")
-            for uri in sorted(entry.manifest):
+            count = len(entry.manifest)
+            table = Table(
+                title=f"{count} {'file' if count == 1 else 'files'}, {_size(entry.total_size)}"
+            )
+            table.add_column("path (from the skill root)", overflow="fold")
+            table.add_column("size", justify="right", no_wrap=True)
+            table.add_column("digest", no_wrap=True)
+            root = entry.root
+            for uri in sorted(entry.manifest, key=lambda u: root.file_path(parse_uri(u))):
                 item = entry.manifest[uri]
-                table.add_row(_safe(uri), str(item.size), item.digest)
+                path = root.file_path(parse_uri(uri))
+                table.add_row(_safe(path), _size(item.size), _short_digest(item.digest))
             self.out.print(table)
 
     def block(self, block: ContextBlock, *, as_json: bool) -> None:

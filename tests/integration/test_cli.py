@@ -18,12 +18,14 @@ EXAMPLES = f"examples={sys.executable} -m skillward serve"
 TAMPERED = f"{EXAMPLES} --tamper {DEMO_TAMPERED_URI}"
 
 
-def run(*args: str, home: Path, stdin: str = "") -> subprocess.CompletedProcess[str]:
+def run(
+    *args: str, home: Path, stdin: str = "", columns: int = 200
+) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
         "HOME": str(home),
         "XDG_CONFIG_HOME": str(home / ".config"),
-        "COLUMNS": "200",
+        "COLUMNS": str(columns),
         "NO_COLOR": "1",
     }
     return subprocess.run(

@@ -14,7 +14,8 @@ Modes:
 * ``nested``: the ``skills/list`` result carries 100,000 levels of nested JSON (stdio
   only: written as raw JSON-RPC lines, since no serializer would produce it);
 * ``die-on-read``: the process exits in the middle of answering ``resources/read``;
-* ``ok``: behaves (used for a healthy second server, with ``--pid``).
+* ``ok``: behaves (used for a healthy second server, with ``--pid``);
+* ``plain``: an MCP server without the skills extension.
 
 ``--pid FILE`` writes the process id, so a test can kill the server.
 """
@@ -40,7 +41,7 @@ from skillward.server import (
     serve_stdio,
 )
 
-MODES = ("ok", "silent", "stall-list", "stall-read", "endless", "nested", "die-on-read")
+MODES = ("ok", "plain", "silent", "stall-list", "stall-read", "endless", "nested", "die-on-read")
 
 
 def _raw_nested_stdio(depth: int) -> None:
@@ -76,6 +77,8 @@ def _raw_nested_stdio(depth: int) -> None:
 def build_misbehaving_server(directory: Path, mode: str) -> Server[Any]:
     if mode not in MODES:
         raise ValueError(mode)
+    if mode == "plain":
+        return Server("plain")
     server = build_server(SkillCatalog.from_directory(directory), name="misbehaving")
     pages = 0
 

@@ -1,0 +1,161 @@
+"""What the `skillward` command prints: at any width, with options anywhere, and as JSON."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from skillward.server import example_skills_dir
+from tests.integration.test_cli import EXAMPLES, run
+
+REFUNDS_DESCRIPTION = (
+    "Process customer refund requests according to Acme billing policy. Use when a customer "
+    "asks for money back, a charge is disputed, or an order is cancelled after payment."
+)
+
+
+def misbehaving(label: str, mode: str) -> str:
+    module = "tests.support.misbehaving"
+    return f"{label}={sys.executable} -m {module} {example_skills_dir()} --mode {mode}"
+
+
+@pytest.mark.parametrize("where", ["before", "after", "split"])
+def test_common_options_work_before_or_after_the_command(tmp_path: Path, where: str) -> None:
+    options = ["--no-local", "--json", "--server", EXAMPLES]
+    if where == "before":
+        argv = [*options, "list"]
+    elif where == "after":
+        argv = ["list", *options]
+    else:
+        argv = ["--json", "--server", EXAMPLES, "list", "--no-local"]
+    result = run(*argv, home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert {item["origin"]["label"] for item in data["skills"]} == {"examples"}
+
+
+def test_servers_given_before_and_after_the_command_are_all_connected(tmp_path: Path) -> None:
+    second = EXAMPLES.replace("examples=", "second=", 1)
+    result = run(
+        "--server", EXAMPLES, "list", "--server", second, "--no-local", "--json", home=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    labels = {s["label"] for s in json.loads(result.stdout)["servers"]}
+    assert labels == {"examples", "second"}
+
+
+@pytest.mark.parametrize("columns", [60, 80, 200])
+def test_list_wraps_descriptions_and_keeps_refs_whole_at_any_width(
+    tmp_path: Path, columns: int
+) -> None:
+    result = run("list", "--no-local", "--server", EXAMPLES, home=tmp_path, columns=columns)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert all(len(line) <= columns for line in lines), lines
+    assert "  refunds  (examples:refunds)" in lines
+    # The server's unverified name is shown once, for the server, not on every row.
+    assert result.stdout.count("skillward-serve") == 1
+    words = " ".join(line.strip() for line in lines)
+    assert REFUNDS_DESCRIPTION in words
+
+
+@pytest.mark.parametrize("columns", [60, 80, 200])
+def test_show_wraps_the_description_and_lists_files_from_the_skill_root(
+    tmp_path: Path, columns: int
+) -> None:
+    result = run(
+        "show", "refunds", "--no-local", "--server", EXAMPLES, home=tmp_path, columns=columns
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    panel = " ".join(line.strip("│ ") for line in lines if line.startswith("│"))
+    assert REFUNDS_DESCRIPTION in re.sub(r"\s+", " ", panel)
+    table = [line for line in lines if "templates/email.md" in line]
+    assert table, result.stdout
+    assert "skill://" not in table[0]
+    assert re.search(r"sha256:[0-9a-f]{12}\b", table[0])
+    frontmatter = [
+        line for line in lines if not line.startswith(("│", "╭", "╰", "┃", "┏", "┡", "└"))
+    ]
+    assert all(len(line) <= columns for line in lines if line in frontmatter and '"' not in line)
+
+
+def test_errors_are_json_on_stderr_with_json(tmp_path: Path) -> None:
+    result = run(
+        "show", "no-such-skill", "--json", "--no-local", "--server", EXAMPLES, home=tmp_path
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    error = json.loads(result.stderr)
+    assert error["error"] == "SkillNotFound"
+    assert error["exit_code"] == 2
+    assert "no-such-skill" in error["message"]
+
+
+def test_list_json_shows_failed_servers_and_servers_without_skills(tmp_path: Path) -> None:
+    result = run(
+        "list",
+        "--json",
+        "--no-local",
+        "--server",
+        EXAMPLES,
+        "--server",
+        "gone=http://127.0.0.1:9/mcp",
+        "--server",
+        misbehaving("plain", "plain"),
+        home=tmp_path,
+    )
+    assert result.returncode == 6
+    servers = {s["label"]: s for s in json.loads(result.stdout)["servers"]}
+    assert servers["examples"]["state"] == "connected"
+    assert servers["gone"]["state"] == "failed"
+    assert servers["gone"]["error"]["error"] == "TransportError"
+    assert servers["plain"]["skills_extension"] is False
+    assert "does not declare" in servers["plain"]["problem"]
+    json.loads(result.stderr.splitlines()[0])  # the connect failure, as JSON
+
+
+@pytest.mark.threat("T11")
+def test_a_server_failing_at_connect_exits_6_with_its_real_cause(tmp_path: Path) -> None:
+    result = run(
+        "show",
+        "bad:refunds",
+        "--no-local",
+        "--timeout",
+        "20",
+        "--server",
+        misbehaving("bad", "endless"),
+        home=tmp_path,
+    )
+    assert result.returncode == 6, result.stderr
+    assert "did not end within" in result.stderr
+    assert "no connected server" not in result.stderr
+    assert "cancel scope" not in result.stderr
+
+
+@pytest.mark.threat("T11")
+def test_timeout_bounds_the_handshake_and_the_hint_names_it(tmp_path: Path) -> None:
+    result = run(
+        "list",
+        "--no-local",
+        "--timeout",
+        "3",
+        "--server",
+        misbehaving("quiet", "silent"),
+        home=tmp_path,
+    )
+    assert result.returncode == 6
+    assert "handshake within 3 s" in result.stderr
+    assert "--timeout" in result.stderr
+
+
+def test_version_is_printed(tmp_path: Path) -> None:
+    from skillward import __version__  # noqa: PLC0415
+
+    result = run("--version", home=tmp_path)
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"skillward {__version__}"
