@@ -14,10 +14,18 @@ from pathlib import Path, PurePosixPath
 
 from skillward._tree import TreeLimits, find_skill_dirs, read_regular_file
 from skillward.config import Limits
-from skillward.errors import InvalidEntry, InvalidUri, SkillwardError, UsageError
+from skillward.errors import (
+    ConfigError,
+    InvalidEntry,
+    InvalidUri,
+    SkillwardError,
+    UsageError,
+    printable,
+)
 from skillward.frontmatter import SkillDocument, parse_skill_md
 from skillward.origins import Origin, SkillKey
 from skillward.registry import Declined, SkillRecord
+from skillward.servers import check_label
 from skillward.uris import SKILL_FILE
 from skillward.wire import lint_frontmatter
 
@@ -26,10 +34,26 @@ __all__ = ["LocalSkillDir", "default_local_dirs", "discover", "read_local_file",
 
 @dataclass(frozen=True, slots=True)
 class LocalSkillDir:
-    """A directory of local skills, and the origin label its skills get."""
+    """A directory of local skills, and the origin label its skills get.
+
+    Checked at construction: ``label`` must be a server label and ``path`` a
+    ``Path`` or a ``str`` (made a ``Path``), else ConfigError.
+    """
 
     label: str
     path: Path
+
+    def __post_init__(self) -> None:
+        check_label(self.label)
+        path: object = self.path
+        if isinstance(path, str) and path:
+            path = Path(path)
+        if not isinstance(path, Path) or "\x00" in str(path):
+            raise ConfigError(
+                f"local skills directory {self.label!r}: the path must be a Path or a "
+                f"non-empty string without NUL, not {printable(repr(self.path), limit=80)}"
+            )
+        object.__setattr__(self, "path", path)
 
 
 def default_local_dirs(
