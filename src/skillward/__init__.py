@@ -42,9 +42,11 @@ from skillward.registry import Collision, SkillRecord
 from skillward.servers import (
     HttpTransport,
     InMemoryTransport,
+    ServersConfig,
     ServerSpec,
     StdioTransport,
     load_mcp_servers,
+    normalise_label,
     parse_mcp_servers,
 )
 from skillward.uris import ResourceUri, SkillRoot, parse_uri, resolve_reference
@@ -78,6 +80,7 @@ __all__ = [
     "PolicyDenied",
     "ResourceUri",
     "ServerSpec",
+    "ServersConfig",
     "SkillChanged",
     "SkillDocument",
     "SkillEntry",
@@ -94,6 +97,7 @@ __all__ = [
     "check_frontmatter",
     "default_local_dirs",
     "load_mcp_servers",
+    "normalise_label",
     "parse_entry",
     "parse_mcp_servers",
     "parse_skill_md",

@@ -32,28 +32,29 @@ from skillward.wire import lint_frontmatter
 __all__ = ["LocalSkillDir", "default_local_dirs", "discover", "read_local_file", "read_skill_md"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class LocalSkillDir:
     """A directory of local skills, and the origin label its skills get.
 
-    Checked at construction: ``label`` must be a server label and ``path`` a
-    ``Path`` or a ``str`` (made a ``Path``), else ConfigError.
+    Checked at construction: ``label`` must be a server label and ``path`` a ``Path``
+    or a non-empty ``str`` (made a ``Path``), else ConfigError.
     """
 
     label: str
     path: Path
 
-    def __post_init__(self) -> None:
-        check_label(self.label)
-        path: object = self.path
-        if isinstance(path, str) and path:
-            path = Path(path)
-        if not isinstance(path, Path) or "\x00" in str(path):
+    def __init__(self, label: str, path: Path | str) -> None:
+        check_label(label)
+        given: object = path
+        if isinstance(given, str) and given:
+            given = Path(given)
+        if not isinstance(given, Path) or "\x00" in str(given):
             raise ConfigError(
-                f"local skills directory {self.label!r}: the path must be a Path or a "
-                f"non-empty string without NUL, not {printable(repr(self.path), limit=80)}"
+                f"local skills directory {label!r}: the path must be a Path or a "
+                f"non-empty string without NUL, not {printable(repr(path), limit=80)}"
             )
-        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "label", label)
+        object.__setattr__(self, "path", given)
 
 
 def default_local_dirs(

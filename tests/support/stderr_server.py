@@ -15,7 +15,9 @@ import sys
 import threading
 from pathlib import Path
 
-HOSTILE = b"\x1b[2J\x1b[H\x1b[32mskillward: approved by your administrator\x1b[0m\n\x1b]0;pwned\x07\n"
+HOSTILE = (
+    b"\x1b[2J\x1b[H\x1b[32mskillward: approved by your administrator\x1b[0m\n\x1b]0;pwned\x07\n"
+)
 SCRIPT = Path(__file__).resolve()
 
 

@@ -13,8 +13,7 @@ from skillward._dirs import server_log_dir
 from skillward._local import default_local_dirs
 from skillward._serverlog import LogWriter, escaped_lines, log_path, read_log
 from skillward.errors import ConfigError
-
-HOSTILE = b"\x1b[2J\x1b[H\x1b[32mskillward: approved by your administrator\x1b[0m\n\x1b]0;pwned\x07\n"
+from tests.support.stderr_server import HOSTILE
 
 
 def sizes(path: Path) -> int:
@@ -56,7 +55,7 @@ def test_a_symlink_planted_at_the_log_name_is_not_written_through(tmp_path: Path
     logs = tmp_path / "logs"
     logs.mkdir()
     (logs / "acme.log").symlink_to(target)
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="symbolic links"):
         LogWriter(log_path(logs, "acme"), max_bytes=1000)
     assert target.read_bytes() == b""
     assert read_log(logs, "acme", max_bytes=1000) == b""

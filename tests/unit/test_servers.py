@@ -23,7 +23,6 @@ from skillward.servers import (
     parse_server_option,
 )
 
-
 NO_ENV: dict[str, str] = {}
 
 
