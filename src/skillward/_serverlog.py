@@ -26,7 +26,7 @@ import anyio
 from skillward.errors import printable
 from skillward.servers import check_label
 
-__all__ = ["LogWriter", "capture", "escaped_lines", "log_path", "read_log"]
+__all__ = ["SESSION_MARK", "LogWriter", "capture", "escaped_lines", "log_path", "read_log"]
 
 logger = logging.getLogger("skillward")
 
@@ -91,13 +91,16 @@ class LogWriter:
             self._fd = -1
 
 
-async def _pump(read_fd: int, writer: LogWriter, done: anyio.Event) -> None:
+#: Written when skillward starts a server, so a log shows where each run began.
+SESSION_MARK = b"--- skillward started the server here ---\n"
+
+
+async def _pump(read_fd: int, writer: LogWriter | None, done: anyio.Event) -> None:
     """Copy the pipe into the log until every writer has closed it.
 
     The pipe is drained even when the log cannot be written, so a server is never
     blocked on a full stderr pipe.
     """
-    failed = False
     try:
         while True:
             await anyio.wait_readable(read_fd)
@@ -107,15 +110,30 @@ async def _pump(read_fd: int, writer: LogWriter, done: anyio.Event) -> None:
                 continue
             if not chunk:
                 return
-            if failed:
+            if writer is None:
                 continue
             try:
                 writer.write(chunk)
             except OSError as exc:
-                failed = True
                 logger.warning("cannot write the server log %s: %s", writer.path, exc.strerror)
+                writer = None
     finally:
         done.set()
+
+
+def _open_writer(path: Path, max_bytes: int) -> LogWriter | None:
+    """The log's writer, or None (the output is dropped) when it cannot be kept."""
+    writer: LogWriter | None = None
+    try:
+        writer = LogWriter(path, max_bytes=max_bytes)
+        writer.write(SESSION_MARK)
+    except OSError as exc:
+        if writer is not None:
+            writer.close()
+        # Never the terminal instead: without a log, the server's stderr is dropped.
+        logger.warning("cannot keep the server log %s (%s); its stderr is dropped", path, exc)
+        return None
+    return writer
 
 
 @asynccontextmanager
@@ -126,7 +144,7 @@ async def capture(path: Path, *, max_bytes: int) -> AsyncIterator[TextIO]:
     child holds its own copy). When the block ends (after the server has stopped),
     what the server wrote last is copied, within a bound, before the pipe closes.
     """
-    writer = LogWriter(path, max_bytes=max_bytes)
+    writer = _open_writer(path, max_bytes)
     read_fd, write_fd = os.pipe()
     os.set_blocking(read_fd, False)
     errlog = os.fdopen(write_fd, "w", encoding="utf-8")
@@ -144,7 +162,8 @@ async def capture(path: Path, *, max_bytes: int) -> AsyncIterator[TextIO]:
     finally:
         errlog.close()
         os.close(read_fd)
-        writer.close()
+        if writer is not None:
+            writer.close()
 
 
 def _read_tail(path: Path, max_bytes: int) -> bytes:

@@ -25,6 +25,7 @@ from skillward.approvals import ActivationRequest, ApproveOnce, Decision
 from skillward.config import Limits
 from skillward.errors import (
     ConfigError,
+    OriginError,
     ServerRejected,
     SkillwardError,
     TransportError,
@@ -368,7 +369,8 @@ async def _with_host(
                 await host.connect(spec)
             except SkillwardError as error:
                 terminal.error(error)
-                logs.show(spec.label)
+                if isinstance(error, TransportError | OriginError):
+                    logs.show(spec.label)  # it did not start, died, or spoke nonsense
                 status = error.exit_code
         result = await body(host, approver)
     return result or status

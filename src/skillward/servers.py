@@ -115,9 +115,10 @@ class StdioTransport(_Spec):
     stderr: Literal["log", "inherit", "discard"] = "log"
 
 
-# RFC 9110 field names, and values without line breaks or control characters.
+# RFC 9110 field names, and values of visible ASCII, spaces and tabs (no line breaks or
+# control characters; nothing the HTTP client would fail to encode, quoting it).
 _HEADER_NAME_RE = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
-_HEADER_VALUE_RE = re.compile(r"[\t\x20-\x7e\x80-\xff]*\Z")
+_HEADER_VALUE_RE = re.compile(r"[\t\x20-\x7e]*\Z")
 # Set by the transport itself; a config file must not override them.
 _TRANSPORT_HEADERS = frozenset(
     {"host", "content-length", "content-type", "transfer-encoding", "connection", "accept"}
@@ -147,9 +148,7 @@ class HttpTransport(_Spec):
             seen.add(folded)
             if not _HEADER_VALUE_RE.match(value.get_secret_value()):
                 # Never quote the value: it is a credential.
-                raise ValueError(
-                    f"the value of header {name!r} has a line break or control character"
-                )
+                raise ValueError(f"the value of header {name!r} is not printable ASCII")
         return headers
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
+from skillward._serverlog import SESSION_MARK
 from tests.support.stderr_server import HOSTILE, argv
 from tests.support.trees import build_tree, skill_md, write
 
@@ -100,7 +101,7 @@ def test_a_servers_escape_sequences_never_reach_the_terminal_around_the_approval
     assert "\\x1b]0;pwned\\x07" in shown
     assert "skillward logs evil" in shown
     assert str(log_dir(tmp_path) / "evil.log") in shown.replace("\r\n", "")
-    assert (log_dir(tmp_path) / "evil.log").read_bytes().startswith(HOSTILE)
+    assert (log_dir(tmp_path) / "evil.log").read_bytes().startswith(SESSION_MARK + HOSTILE)
 
 
 @pytest.mark.threat("T23")
@@ -113,7 +114,8 @@ def test_a_server_that_fails_to_start_shows_the_end_of_its_log_escaped(tmp_path:
     assert "\x1b" not in result.stderr + result.stdout
     assert "server 'broken'" in result.stderr
     assert "\\x1b[2Jboom: no config" in result.stderr
-    assert "last 1 line" in result.stderr
+    assert "last 2 lines" in result.stderr
+    assert SESSION_MARK.decode().strip() in result.stderr
     assert "skillward logs broken" in result.stderr
 
 
@@ -128,9 +130,10 @@ def test_logs_prints_a_servers_log_escaped(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "\x1b" not in result.stdout
     lines = result.stdout.splitlines()
-    assert lines[0] == ESCAPED_CLEAR + "\\x1b[0m"
-    assert lines[1] == "\\x1b]0;pwned\\x07"
-    assert lines[2].startswith("skillward serve: 4 skills from ")
+    assert lines[0] == SESSION_MARK.decode().strip()
+    assert lines[1] == ESCAPED_CLEAR + "\\x1b[0m"
+    assert lines[2] == "\\x1b]0;pwned\\x07"
+    assert lines[3].startswith("skillward serve: 4 skills from ")
 
     last = run("logs", "evil", "--lines", "1", home=tmp_path)
     assert last.stdout.splitlines() == lines[-1:]

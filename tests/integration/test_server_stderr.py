@@ -8,6 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from skillward._serverlog import SESSION_MARK
 from skillward.client import SkillsClient
 from skillward.config import Limits
 from skillward.servers import ServerSpec, StdioTransport
@@ -48,7 +49,22 @@ async def test_a_servers_stderr_goes_to_its_log_never_to_the_terminal(
     captured = capfd.readouterr()
     assert "\x1b" not in captured.out + captured.err
     assert "approved by your administrator" not in captured.out + captured.err
-    assert (logs / "evil.log").read_bytes().startswith(HOSTILE)
+    assert (logs / "evil.log").read_bytes().startswith(SESSION_MARK + HOSTILE)
+
+
+@pytest.mark.threat("T23")
+async def test_a_log_that_cannot_be_kept_drops_the_stderr_never_shows_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    skills = tmp_path / "skills"
+    build_tree(skills)
+    (tmp_path / "not-a-directory").write_text("")
+    logs = tmp_path / "not-a-directory" / "logs"
+    with caplog.at_level(logging.WARNING, logger="skillward"), anyio.fail_after(TIMEOUT):
+        async with SkillsClient.connect(stdio_spec("evil", skills), log_dir=logs) as client:
+            assert (await client.list_skills()).entries
+    assert "\x1b" not in capfd.readouterr().err
+    assert any("its stderr is dropped" in r.getMessage() for r in caplog.records)
 
 
 @pytest.mark.threat("T23")
