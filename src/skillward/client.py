@@ -29,7 +29,6 @@ import traceback
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 import anyio
@@ -104,7 +103,7 @@ class SkillListing:
 
 @asynccontextmanager
 async def _stderr_target(
-    spec: ServerSpec, transport: StdioTransport, limits: Limits, log_dir: Path | None
+    spec: ServerSpec, transport: StdioTransport, limits: Limits
 ) -> AsyncIterator[TextIO]:
     """Where the server's stderr goes: a log pipe, nowhere, or (when asked) this terminal."""
     if transport.stderr == "inherit":
@@ -119,15 +118,13 @@ async def _stderr_target(
         with open(os.devnull, "w", encoding="utf-8") as sink:  # noqa: ASYNC230 (never blocks)
             yield sink
     else:
-        path = log_path(log_dir or server_log_dir(), spec.label)
+        path = log_path(transport.log_dir or server_log_dir(), spec.label)
         async with capture(path, max_bytes=limits.max_server_log_bytes) as pipe:
             yield pipe
 
 
 @asynccontextmanager
-async def _stdio(
-    spec: ServerSpec, transport: StdioTransport, limits: Limits, log_dir: Path | None
-) -> AsyncIterator[Any]:
+async def _stdio(spec: ServerSpec, transport: StdioTransport, limits: Limits) -> AsyncIterator[Any]:
     """The SDK's stdio transport, with the server's stderr kept off the terminal."""
     params = StdioServerParameters(
         command=transport.command,
@@ -136,7 +133,7 @@ async def _stdio(
         cwd=transport.cwd,
     )
     async with (
-        _stderr_target(spec, transport, limits, log_dir) as errlog,
+        _stderr_target(spec, transport, limits) as errlog,
         stdio_client(params, errlog=errlog) as streams,
     ):
         if errlog is not sys.stderr:
@@ -155,10 +152,10 @@ async def _http(transport: HttpTransport) -> AsyncIterator[Any]:
         yield streams
 
 
-def _target(spec: ServerSpec, limits: Limits, log_dir: Path | None) -> Any:
+def _target(spec: ServerSpec, limits: Limits) -> Any:
     transport = spec.transport
     if isinstance(transport, StdioTransport):
-        return _stdio(spec, transport, limits, log_dir)
+        return _stdio(spec, transport, limits)
     if isinstance(transport, HttpTransport):
         return _http(transport)
     if isinstance(transport, InMemoryTransport):
@@ -240,16 +237,12 @@ class SkillsClient:
     @classmethod
     @asynccontextmanager
     async def connect(
-        cls, spec: ServerSpec, *, limits: Limits | None = None, log_dir: Path | None = None
+        cls, spec: ServerSpec, *, limits: Limits | None = None
     ) -> AsyncIterator[SkillsClient]:
-        """Connect to ``spec`` and negotiate; the session closes when the block ends.
-
-        A stdio server's stderr is logged under ``log_dir`` (default: the user state
-        directory), unless its transport says otherwise.
-        """
+        """Connect to ``spec`` and negotiate; the session closes when the block ends."""
         limits = limits or Limits()
         client = Client(
-            _target(spec, limits, log_dir),
+            _target(spec, limits),
             mode=spec.mode,
             # Bounds every single request, the handshake included.
             read_timeout_seconds=limits.request_timeout,

@@ -103,7 +103,8 @@ class StdioTransport(_Spec):
     (``skillward logs LABEL``). ``"inherit"`` passes it raw to this process's stderr,
     where a server can write escape sequences that rewrite the terminal, prompts
     included: only for debugging a server you wrote, and it logs a warning each time.
-    ``"discard"`` drops it.
+    ``"discard"`` drops it. ``log_dir`` puts the log elsewhere (never in a skills
+    directory); it is not part of the server's identity.
     """
 
     kind: Literal["stdio"] = "stdio"
@@ -113,6 +114,7 @@ class StdioTransport(_Spec):
     env: dict[StrictStr, SecretStr] | None = None
     cwd: StrictStr | None = None
     stderr: Literal["log", "inherit", "discard"] = "log"
+    log_dir: Path | None = None
 
 
 # RFC 9110 field names, and values of visible ASCII, spaces and tabs (no line breaks or
@@ -284,9 +286,10 @@ def _one_server(label: str, raw: object, environ: Mapping[str, str]) -> ServerSp
         raise ConfigError("expected an object")
     kind = raw.get("type", raw.get("transport"))
     body = {k: v for k, v in raw.items() if k not in _IGNORED_KEYS | {"type", "transport"}}
-    if "stderr" in body:
-        # A shared config file never sends a server's raw stderr to the terminal.
-        raise ConfigError("'stderr' cannot be set here; a server's stderr is always logged")
+    for key in ("stderr", "log_dir"):
+        if key in body:
+            # A shared config file never sends a server's raw stderr to the terminal.
+            raise ConfigError(f"{key!r} cannot be set here; a server's stderr is always logged")
     try:
         body = _expanded(body, environ)
     except _MissingVariable as missing:

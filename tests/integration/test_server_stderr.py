@@ -19,12 +19,14 @@ pytestmark = pytest.mark.anyio
 TIMEOUT = 60
 
 
-def stdio_spec(label: str, directory: Path, *options: str, stderr: str = "log") -> ServerSpec:
+def stdio_spec(
+    label: str, directory: Path, *options: str, logs: Path, stderr: str = "log"
+) -> ServerSpec:
     command = argv(directory, *options)
-    return ServerSpec(
-        label=label,
-        transport=StdioTransport(command=command[0], args=tuple(command[1:]), stderr=stderr),
+    transport = StdioTransport(
+        command=command[0], args=tuple(command[1:]), stderr=stderr, log_dir=logs
     )
+    return ServerSpec(label=label, transport=transport)
 
 
 def log_sizes(directory: Path, label: str) -> tuple[int, int]:
@@ -44,7 +46,7 @@ async def test_a_servers_stderr_goes_to_its_log_never_to_the_terminal(
     build_tree(skills)
     logs = tmp_path / "logs"
     with anyio.fail_after(TIMEOUT):
-        async with SkillsClient.connect(stdio_spec("evil", skills), log_dir=logs) as client:
+        async with SkillsClient.connect(stdio_spec("evil", skills, logs=logs)) as client:
             assert (await client.list_skills()).entries
     captured = capfd.readouterr()
     assert "\x1b" not in captured.out + captured.err
@@ -61,7 +63,7 @@ async def test_a_log_that_cannot_be_kept_drops_the_stderr_never_shows_it(
     (tmp_path / "not-a-directory").write_text("")
     logs = tmp_path / "not-a-directory" / "logs"
     with caplog.at_level(logging.WARNING, logger="skillward"), anyio.fail_after(TIMEOUT):
-        async with SkillsClient.connect(stdio_spec("evil", skills), log_dir=logs) as client:
+        async with SkillsClient.connect(stdio_spec("evil", skills, logs=logs)) as client:
             assert (await client.list_skills()).entries
     assert "\x1b" not in capfd.readouterr().err
     assert any("its stderr is dropped" in r.getMessage() for r in caplog.records)
@@ -73,10 +75,10 @@ async def test_inherit_warns_every_time_and_names_the_risk(
 ) -> None:
     skills = tmp_path / "skills"
     build_tree(skills)
-    spec = stdio_spec("debugging", skills, stderr="inherit")
+    spec = stdio_spec("debugging", skills, logs=tmp_path / "logs", stderr="inherit")
     with caplog.at_level(logging.WARNING, logger="skillward"), anyio.fail_after(TIMEOUT):
         for _ in range(2):
-            async with SkillsClient.connect(spec, log_dir=tmp_path / "logs") as client:
+            async with SkillsClient.connect(spec) as client:
                 await client.list_skills()
     warnings = [r for r in caplog.records if "stderr='inherit'" in r.getMessage()]
     assert len(warnings) == 2
@@ -89,9 +91,9 @@ async def test_inherit_warns_every_time_and_names_the_risk(
 async def test_discard_keeps_nothing(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     skills = tmp_path / "skills"
     build_tree(skills)
-    spec = stdio_spec("quiet", skills, stderr="discard")
+    spec = stdio_spec("quiet", skills, logs=tmp_path / "logs", stderr="discard")
     with anyio.fail_after(TIMEOUT):
-        async with SkillsClient.connect(spec, log_dir=tmp_path / "logs") as client:
+        async with SkillsClient.connect(spec) as client:
             await client.list_skills()
     assert not (tmp_path / "logs").exists()
     assert "\x1b" not in capfd.readouterr().err
@@ -107,10 +109,10 @@ async def test_a_server_writing_endlessly_to_stderr_stays_under_the_log_cap(
     logs = tmp_path / "logs"
     cap = 64 * 1024
     # Four MiB pass through the pipe before the server answers, and more follow.
-    spec = stdio_spec("noisy", skills, "--flood", str(4 * 1024 * 1024), "--endless")
+    spec = stdio_spec("noisy", skills, "--flood", str(4 * 1024 * 1024), "--endless", logs=logs)
     limits = Limits(max_server_log_bytes=cap)
     with anyio.fail_after(TIMEOUT):
-        async with SkillsClient.connect(spec, limits=limits, log_dir=logs) as client:
+        async with SkillsClient.connect(spec, limits=limits) as client:
             # The server is never blocked on a full stderr pipe: it still answers.
             assert (await client.list_skills()).entries
             current, rotated = log_sizes(logs, "noisy")
