@@ -29,6 +29,19 @@ def stdio_spec(
     return ServerSpec(label=label, transport=transport)
 
 
+@pytest.fixture
+def skills(tmp_path: Path) -> Path:
+    build_tree(tmp_path / "skills")
+    return tmp_path / "skills"
+
+
+async def list_once(spec: ServerSpec) -> None:
+    """Connect, list (the server answers), and disconnect, within the test's bound."""
+    with anyio.fail_after(TIMEOUT):
+        async with SkillsClient.connect(spec) as client:
+            assert (await client.list_skills()).entries
+
+
 def log_sizes(directory: Path, label: str) -> tuple[int, int]:
     current = directory / f"{label}.log"
     rotated = directory / f"{label}.log.1"
@@ -40,14 +53,10 @@ def log_sizes(directory: Path, label: str) -> tuple[int, int]:
 
 @pytest.mark.threat("T23")
 async def test_a_servers_stderr_goes_to_its_log_never_to_the_terminal(
-    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+    tmp_path: Path, skills: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    skills = tmp_path / "skills"
-    build_tree(skills)
     logs = tmp_path / "logs"
-    with anyio.fail_after(TIMEOUT):
-        async with SkillsClient.connect(stdio_spec("evil", skills, logs=logs)) as client:
-            assert (await client.list_skills()).entries
+    await list_once(stdio_spec("evil", skills, logs=logs))
     captured = capfd.readouterr()
     assert "\x1b" not in captured.out + captured.err
     assert "approved by your administrator" not in captured.out + captured.err
@@ -56,30 +65,30 @@ async def test_a_servers_stderr_goes_to_its_log_never_to_the_terminal(
 
 @pytest.mark.threat("T23")
 async def test_a_log_that_cannot_be_kept_drops_the_stderr_never_shows_it(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    skills: Path,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
-    skills = tmp_path / "skills"
-    build_tree(skills)
     (tmp_path / "not-a-directory").write_text("")
     logs = tmp_path / "not-a-directory" / "logs"
-    with caplog.at_level(logging.WARNING, logger="skillward"), anyio.fail_after(TIMEOUT):
-        async with SkillsClient.connect(stdio_spec("evil", skills, logs=logs)) as client:
-            assert (await client.list_skills()).entries
+    with caplog.at_level(logging.WARNING, logger="skillward"):
+        await list_once(stdio_spec("evil", skills, logs=logs))
     assert "\x1b" not in capfd.readouterr().err
     assert any("its stderr is dropped" in r.getMessage() for r in caplog.records)
 
 
 @pytest.mark.threat("T23")
 async def test_inherit_warns_every_time_and_names_the_risk(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    skills: Path,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
-    skills = tmp_path / "skills"
-    build_tree(skills)
     spec = stdio_spec("debugging", skills, logs=tmp_path / "logs", stderr="inherit")
-    with caplog.at_level(logging.WARNING, logger="skillward"), anyio.fail_after(TIMEOUT):
+    with caplog.at_level(logging.WARNING, logger="skillward"):
         for _ in range(2):
-            async with SkillsClient.connect(spec) as client:
-                await client.list_skills()
+            await list_once(spec)
     warnings = [r for r in caplog.records if "stderr='inherit'" in r.getMessage()]
     assert len(warnings) == 2
     assert all("escape sequences" in r.getMessage() for r in warnings)
@@ -88,13 +97,10 @@ async def test_inherit_warns_every_time_and_names_the_risk(
     capfd.readouterr()  # the raw bytes went to this process's stderr, as asked
 
 
-async def test_discard_keeps_nothing(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
-    skills = tmp_path / "skills"
-    build_tree(skills)
-    spec = stdio_spec("quiet", skills, logs=tmp_path / "logs", stderr="discard")
-    with anyio.fail_after(TIMEOUT):
-        async with SkillsClient.connect(spec) as client:
-            await client.list_skills()
+async def test_discard_keeps_nothing(
+    tmp_path: Path, skills: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    await list_once(stdio_spec("quiet", skills, logs=tmp_path / "logs", stderr="discard"))
     assert not (tmp_path / "logs").exists()
     assert "\x1b" not in capfd.readouterr().err
 
@@ -102,10 +108,8 @@ async def test_discard_keeps_nothing(tmp_path: Path, capfd: pytest.CaptureFixtur
 @pytest.mark.threat("T11")
 @pytest.mark.threat("T23")
 async def test_a_server_writing_endlessly_to_stderr_stays_under_the_log_cap(
-    tmp_path: Path,
+    tmp_path: Path, skills: Path
 ) -> None:
-    skills = tmp_path / "skills"
-    build_tree(skills)
     logs = tmp_path / "logs"
     cap = 64 * 1024
     # Four MiB pass through the pipe before the server answers, and more follow.
