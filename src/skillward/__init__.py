@@ -91,9 +91,11 @@ from skillward.registry import Collision, Declined, SkillRecord
 from skillward.servers import (
     HttpTransport,
     InMemoryTransport,
+    ServersConfig,
     ServerSpec,
     StdioTransport,
     load_mcp_servers,
+    normalise_label,
     parse_mcp_servers,
 )
 from skillward.uris import ResourceUri, SkillRoot, parse_uri, resolve_reference
@@ -154,6 +156,7 @@ __all__ = [
     "ServerRejected",
     "ServerSpec",
     "ServerStatus",
+    "ServersConfig",
     "SizeMismatch",
     "SkillChanged",
     "SkillDocument",
@@ -182,6 +185,7 @@ __all__ = [
     "check_frontmatter",
     "default_local_dirs",
     "load_mcp_servers",
+    "normalise_label",
     "parse_entry",
     "parse_mcp_servers",
     "parse_skill_md",

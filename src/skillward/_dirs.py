@@ -6,7 +6,7 @@ from pathlib import Path
 
 import platformdirs
 
-__all__ = ["default_servers_file", "user_config_dir"]
+__all__ = ["default_servers_file", "server_log_dir", "user_config_dir"]
 
 _APP = "skillward"
 
@@ -19,3 +19,12 @@ def user_config_dir() -> Path:
 def default_servers_file() -> Path:
     """The ``mcpServers`` JSON file the command line reads when ``--config`` is not given."""
     return user_config_dir() / "servers.json"
+
+
+def server_log_dir() -> Path:
+    """Where stdio servers' stderr is kept, one file per label.
+
+    The user state directory (``~/.local/state/skillward/server-logs`` on Linux): never
+    a skills directory, so nothing a server writes there can be discovered as a skill.
+    """
+    return platformdirs.user_state_path(_APP, appauthor=False) / "server-logs"

@@ -14,22 +14,47 @@ from pathlib import Path, PurePosixPath
 
 from skillward._tree import TreeLimits, find_skill_dirs, read_regular_file
 from skillward.config import Limits
-from skillward.errors import InvalidEntry, InvalidUri, SkillwardError, UsageError
+from skillward.errors import (
+    ConfigError,
+    InvalidEntry,
+    InvalidUri,
+    SkillwardError,
+    UsageError,
+    printable,
+)
 from skillward.frontmatter import SkillDocument, parse_skill_md
 from skillward.origins import Origin, SkillKey
 from skillward.registry import Declined, SkillRecord
+from skillward.servers import check_label
 from skillward.uris import SKILL_FILE
 from skillward.wire import lint_frontmatter
 
 __all__ = ["LocalSkillDir", "default_local_dirs", "discover", "read_local_file", "read_skill_md"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class LocalSkillDir:
-    """A directory of local skills, and the origin label its skills get."""
+    """A directory of local skills, and the origin label its skills get.
+
+    Checked at construction: ``label`` must be a server label and ``path`` a ``Path``
+    or a non-empty ``str`` (made a ``Path``), else ConfigError.
+    """
 
     label: str
     path: Path
+
+    def __init__(self, label: str, path: Path | str) -> None:
+        check_label(label)
+        given: object = path
+        if isinstance(given, str) and given:
+            given = Path(given)
+        if not isinstance(given, Path) or "\x00" in str(given):
+            raise ConfigError(
+                f"local skills directory {label!r}: the path must be a Path or a "
+                f"non-empty string without NUL, not {printable(repr(path), limit=80)}"
+            )
+        object.__setattr__(self, "label", label)
+        object.__setattr__(self, "path", given)
 
 
 def default_local_dirs(

@@ -10,22 +10,28 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
 
-from skillward._dirs import default_servers_file
+from skillward._dirs import default_servers_file, server_log_dir
 from skillward._local import LocalSkillDir, default_local_dirs
+from skillward._serverlog import escaped_lines, log_path, read_log
 from skillward._version import __version__
 from skillward.approvals import ActivationRequest, ApproveOnce, Decision
 from skillward.config import Limits
 from skillward.errors import (
     AmbiguousName,
     ConfigError,
+    OriginError,
+    ServerRejected,
     SkillNotFound,
     SkillwardError,
+    TransportError,
     UnknownServer,
     UsageError,
     printable,
@@ -33,10 +39,11 @@ from skillward.errors import (
 from skillward.host import HostConfig, SkillHost
 from skillward.prompts import OriginSummary, Terminal, TerminalApprover, error_json
 from skillward.servers import (
+    ServersConfig,
     ServerSpec,
     StdioTransport,
-    check_label,
     load_mcp_servers,
+    normalise_label,
     parse_server_option,
 )
 
@@ -68,12 +75,18 @@ def _host_port(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number, not {text!r}")
+    return int(text)
+
+
 def _skills_dir(text: str) -> LocalSkillDir:
     label, sep, path = text.partition("=")
     if not sep or not path:
         raise argparse.ArgumentTypeError(f"expected LABEL=PATH, not {text!r}")
     try:
-        return LocalSkillDir(check_label(label), Path(path))
+        return LocalSkillDir(normalise_label(label), Path(path))
     except ConfigError as exc:
         raise argparse.ArgumentTypeError(exc.message) from None
 
@@ -203,6 +216,14 @@ def _parser() -> argparse.ArgumentParser:
         "demo",
         help="start the bundled example server, load a skill, and show a tampered read refused",
     )
+    logs = commands.add_parser(
+        "logs",
+        help="what a stdio server wrote to its stderr, escaped",
+        description="Print the stderr log of the stdio server labelled LABEL. Every escape "
+        "and control character is shown as text (\\x1b), never sent to the terminal.",
+    )
+    logs.add_argument("label", metavar="LABEL")
+    logs.add_argument("--lines", type=_positive_int, metavar="N", help="only the last N lines")
 
     serve = commands.add_parser(
         "serve",
@@ -265,23 +286,31 @@ def _serve(args: argparse.Namespace) -> int:
     mcp_server = server.build_server(
         catalog, name=args.name, page_size=max(1, args.page_size), tamper=args.tamper
     )
-    if args.http is None:
-        anyio.run(server.serve_stdio, mcp_server)
-        return EXIT_OK
-    host, port = args.http
-    server.quiet_transport_logs()
-
-    async def run_http() -> None:
-        async with server.serve_http(mcp_server, host=host, port=port) as url:
+    try:
+        if args.http is None:
+            # stdout carries the protocol; people read stderr.
             print(
-                f"skillward serve: {len(catalog.skills)} skills at {url}",
+                f"skillward serve: {catalog.summary()} from {directory} over stdio",
                 file=sys.stderr,
                 flush=True,
             )
-            await anyio.sleep_forever()
+            anyio.run(server.serve_stdio, mcp_server)
+            return EXIT_OK
+        host, port = args.http
+        server.quiet_transport_logs()
 
-    with contextlib.suppress(KeyboardInterrupt):
+        async def run_http() -> None:
+            async with server.serve_http(mcp_server, host=host, port=port) as url:
+                print(
+                    f"skillward serve: {catalog.summary()} at {url}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                await anyio.sleep_forever()
+
         anyio.run(run_http)
+    except KeyboardInterrupt:
+        print("skillward serve: stopped", file=sys.stderr)
     return EXIT_OK
 
 
@@ -302,19 +331,84 @@ class _CommandLineApprover:
         return await self.prompt.decide(request)
 
 
-def _server_specs(args: argparse.Namespace) -> list[ServerSpec]:
-    specs: dict[str, ServerSpec] = {}
-    config = args.config
-    if config is None and default_servers_file().is_file():
-        config = default_servers_file()
-    if config is not None:
-        specs.update(load_mcp_servers(config))
+def _servers_file(args: argparse.Namespace, terminal: Terminal) -> ServersConfig:
+    """The servers of ``--config``, else of the default file if there is one.
+
+    An explicit file that cannot be read stops the command. The default file only gets
+    an error line, so one broken file does not break every command; bad entries in
+    either are reported with the file's name and skipped.
+    """
+    if args.config is not None:
+        loaded = load_mcp_servers(args.config)
+    elif default_servers_file().is_file():
+        try:
+            loaded = load_mcp_servers(default_servers_file())
+        except ConfigError as error:
+            terminal.error(
+                ConfigError(
+                    error.message + "; its servers are not connected",
+                    hint="Fix the file, or name another with --config FILE.",
+                )
+            )
+            return ServersConfig({})
+    else:
+        return ServersConfig({})
+    for problem in loaded.problems:
+        terminal.error(problem)
+    return loaded
+
+
+def _server_specs(args: argparse.Namespace, terminal: Terminal) -> list[ServerSpec]:
+    specs = dict(_servers_file(args, terminal).servers)
+    given: set[str] = set()
     for option in args.server:
         spec = parse_server_option(option)
-        if spec.label in specs:
+        if spec.label in given:
             raise ConfigError(f"server label {spec.label!r} is given twice")
+        if spec.label in specs:
+            terminal.note(f"--server {spec.label} replaces the entry of that label in the file")
+        given.add(spec.label)
         specs[spec.label] = spec
     return list(specs.values())
+
+
+@dataclass
+class _ServerLogs:
+    """The stderr logs of this run's stdio servers; a tail is shown when a server fails."""
+
+    terminal: Terminal
+    directory: Path
+    labels: set[str] = field(default_factory=set)
+    shown: set[str] = field(default_factory=set)
+
+    def watch(self, specs: Sequence[ServerSpec]) -> None:
+        for spec in specs:
+            transport = spec.transport
+            if isinstance(transport, StdioTransport) and transport.stderr == "log":
+                self.labels.add(spec.label)
+
+    def show(self, label: str | None) -> None:
+        """The last lines of ``label``'s log, escaped, once per run."""
+        if label is None or label not in self.labels or label in self.shown:
+            return
+        self.shown.add(label)
+        data = read_log(self.directory, label, max_bytes=_TAIL_BYTES) or b""
+        lines = escaped_lines(data, limit=500)[-_TAIL_LINES:]
+        self.terminal.server_log(label, str(log_path(self.directory, label)), lines)
+
+    def show_all(self) -> None:
+        for label in sorted(self.labels):
+            self.show(label)
+
+
+#: How much of a failed server's log the command line shows.
+_TAIL_LINES = 10
+_TAIL_BYTES = 16 * 1024
+
+
+def _server_died(error: SkillwardError) -> bool:
+    """An error that means a server stopped answering (not one it answered with)."""
+    return isinstance(error, TransportError) and not isinstance(error, ServerRejected)
 
 
 def _local_dirs(args: argparse.Namespace) -> tuple[LocalSkillDir, ...]:
@@ -333,22 +427,27 @@ def _limits(args: argparse.Namespace) -> Limits:
 async def _with_host(
     args: argparse.Namespace,
     terminal: Terminal,
+    logs: _ServerLogs,
     body: Callable[[SkillHost, _CommandLineApprover], Awaitable[int]],
 ) -> int:
     approver = _CommandLineApprover(terminal, getattr(args, "approve_once", False))
     config = HostConfig(limits=_limits(args), local_dirs=_local_dirs(args))
+    specs = _server_specs(args, terminal)
+    logs.watch(specs)
     # Servers that failed to connect, and why: `list` shows them, other commands blame them.
     failed: dict[str, tuple[ServerSpec, SkillwardError]] = {}
     args.connect_failures = failed
     async with SkillHost(config=config, approver=approver) as host:
         for note in host.notes:
             terminal.note(note)
-        for spec in _server_specs(args):
+        for spec in specs:
             try:
                 await host.connect(spec)
             except SkillwardError as error:
                 terminal.error(error)
                 failed[spec.label] = (spec, error)
+                if isinstance(error, TransportError | OriginError):
+                    logs.show(spec.label)  # it did not start, died, or spoke nonsense
         status = max((error.exit_code for _, error in failed.values()), default=EXIT_OK)
         try:
             result = await body(host, approver)
@@ -506,6 +605,23 @@ async def _read(
     return EXIT_OK
 
 
+def _logs(args: argparse.Namespace, terminal: Terminal) -> int:
+    label = normalise_label(args.label)
+    directory = server_log_dir()
+    data = read_log(directory, label, max_bytes=Limits().max_server_log_bytes)
+    if data is None:
+        raise UsageError(
+            f"no stderr log for server {label!r} in {directory}",
+            hint="Logs are kept for stdio servers that skillward has started.",
+        )
+    lines = escaped_lines(data, limit=10_000)
+    if args.lines is not None:
+        lines = lines[-args.lines :]
+    if lines:
+        terminal.text("\n".join(lines))
+    return EXIT_OK
+
+
 # --- demo --------------------------------------------------------------------------------
 
 
@@ -596,6 +712,22 @@ def _configure_logging(debug: bool) -> None:
     logging.getLogger("skillward").setLevel(logging.DEBUG if debug else logging.WARNING)
 
 
+def _output_closed() -> int:
+    """The reader of our output went away (``| head``): end quietly, as git does.
+
+    Whatever is still buffered, and Python's own flush at exit, goes to /dev/null.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            with contextlib.suppress(OSError, ValueError):
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, stream.fileno())
+                os.close(devnull)
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = _merge_common(parser.parse_args(argv))
@@ -604,19 +736,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_OK
     terminal = Terminal(json_errors=args.json)
+    logs = _ServerLogs(terminal, server_log_dir())
     try:
-        if args.command == "serve":
-            return _serve(args)
-        if args.command == "demo":
-            return anyio.run(_demo, terminal)
-        command = _HOST_COMMANDS[args.command]
-
-        async def body(host: SkillHost, approver: _CommandLineApprover) -> int:
-            return await command(host, approver, args, terminal)
-
-        return anyio.run(_with_host, args, terminal, body)
+        return _run(args, terminal, logs)
     except SkillwardError as error:
         if args.debug:
             raise
         terminal.error(error)
+        if _server_died(error):
+            logs.show(error.server)
         return error.exit_code
+    except BrokenPipeError:
+        return _output_closed()
+    finally:
+        if args.debug:
+            with contextlib.suppress(BrokenPipeError):
+                logs.show_all()
+
+
+def _run(args: argparse.Namespace, terminal: Terminal, logs: _ServerLogs) -> int:
+    if args.command == "serve":
+        return _serve(args)
+    if args.command == "demo":
+        return anyio.run(_demo, terminal)
+    if args.command == "logs":
+        return _logs(args, terminal)
+    command = _HOST_COMMANDS[args.command]
+
+    async def body(host: SkillHost, approver: _CommandLineApprover) -> int:
+        return await command(host, approver, args, terminal)
+
+    return anyio.run(_with_host, args, terminal, logs, body)

@@ -22,17 +22,27 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
+import os
+import sys
+import traceback
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO
 
 import anyio
 import anyio.lowlevel
 import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+# The SDK's own session group builds header-bearing HTTP clients with this.
+from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from skillward._dirs import server_log_dir
 from skillward._methods import (
     DirectoryReadParams,
     DirectoryReadRequest,
@@ -41,6 +51,7 @@ from skillward._methods import (
     SkillsListParams,
     SkillsListRequest,
 )
+from skillward._serverlog import capture, log_path
 from skillward._version import __version__
 from skillward.config import Limits
 from skillward.errors import (
@@ -70,6 +81,8 @@ from skillward.wire import (
 
 __all__ = ["SkillListing", "SkillsClient", "leaves"]
 
+logger = logging.getLogger("skillward")
+
 _MAX_CURSOR = 4096
 
 
@@ -90,17 +103,63 @@ class SkillListing:
     cache_scope: str | None
 
 
-def _target(spec: ServerSpec) -> Any:
+@asynccontextmanager
+async def _stderr_target(
+    spec: ServerSpec, transport: StdioTransport, limits: Limits
+) -> AsyncIterator[TextIO]:
+    """Where the server's stderr goes: a log pipe, nowhere, or (when asked) this terminal."""
+    if transport.stderr == "inherit":
+        logger.warning(
+            "server %r: its stderr goes straight to this terminal (stderr='inherit'); it can "
+            "write escape sequences that clear the screen or fake text around prompts. Use it "
+            "only to debug a server you trust, and 'log' otherwise",
+            spec.label,
+        )
+        yield sys.stderr
+    elif transport.stderr == "discard":
+        with open(os.devnull, "w", encoding="utf-8") as sink:  # noqa: ASYNC230 (never blocks)
+            yield sink
+    else:
+        path = log_path(transport.log_dir or server_log_dir(), spec.label)
+        async with capture(path, max_bytes=limits.max_server_log_bytes) as pipe:
+            yield pipe
+
+
+@asynccontextmanager
+async def _stdio(spec: ServerSpec, transport: StdioTransport, limits: Limits) -> AsyncIterator[Any]:
+    """The SDK's stdio transport, with the server's stderr kept off the terminal."""
+    params = StdioServerParameters(
+        command=transport.command,
+        args=list(transport.args),
+        env={k: v.get_secret_value() for k, v in transport.env.items()} if transport.env else None,
+        cwd=transport.cwd,
+    )
+    async with (
+        _stderr_target(spec, transport, limits) as errlog,
+        stdio_client(params, errlog=errlog) as streams,
+    ):
+        if errlog is not sys.stderr:
+            errlog.close()  # the server holds its own copy now; EOF comes when it exits
+        yield streams
+
+
+@asynccontextmanager
+async def _http(transport: HttpTransport) -> AsyncIterator[Any]:
+    """The SDK's streamable HTTP transport, sending the configured headers."""
+    headers = {name: value.get_secret_value() for name, value in transport.headers.items()}
+    async with (
+        create_mcp_http_client(headers=headers or None) as http,
+        streamable_http_client(transport.url, http_client=http) as streams,
+    ):
+        yield streams
+
+
+def _target(spec: ServerSpec, limits: Limits) -> Any:
     transport = spec.transport
     if isinstance(transport, StdioTransport):
-        return StdioServerParameters(
-            command=transport.command,
-            args=list(transport.args),
-            env=transport.env,
-            cwd=transport.cwd,
-        )
+        return _stdio(spec, transport, limits)
     if isinstance(transport, HttpTransport):
-        return transport.url
+        return _http(transport)
     if isinstance(transport, InMemoryTransport):
         return transport.server
     raise AssertionError(f"unknown transport {transport!r}")  # pragma: no cover
@@ -113,23 +172,43 @@ def leaves(error: BaseException) -> list[BaseException]:
     return [error]
 
 
-def _reraise(error: BaseException, *, server: str, uri: str | None = None) -> NoReturn:
+def _reraise(
+    error: BaseException, *, server: str, uri: str | None = None, secrets: tuple[str, ...] = ()
+) -> NoReturn:
     """Raise ``error`` as a SkillwardError; cancellation and interrupts keep their meaning."""
     found = leaves(error)
     if any(not isinstance(leaf, Exception) for leaf in found):
         raise error
-    translated = _translate(found, error, server=server, uri=uri)
+    translated = _translate(found, error, server=server, uri=uri, secrets=secrets)
     if translated is error:
         raise error
+    if secrets:
+        original = "".join(traceback.format_exception(error))
+        if _redact(original, secrets) != original:
+            # The original quotes a secret (a server echoed it): keep it out of tracebacks.
+            raise translated from None
     raise translated from error
 
 
+def _redact(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` without the spec's header and environment values (a server may echo them)."""
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
 def _translate(
-    leaves: list[BaseException], error: BaseException, *, server: str, uri: str | None
+    leaves: list[BaseException],
+    error: BaseException,
+    *,
+    server: str,
+    uri: str | None,
+    secrets: tuple[str, ...] = (),
 ) -> SkillwardError:
     """Map a foreign exception to the skillward hierarchy."""
     for leaf in leaves:
         if isinstance(leaf, SkillwardError):
+            leaf.message = _redact(leaf.message, secrets)
             return leaf.with_context(server=server, uri=uri)
     leaf = leaves[0] if leaves else error
     if isinstance(leaf, MCPError):
@@ -137,22 +216,26 @@ def _translate(
             return ServerDisconnected("the connection closed", server=server, uri=uri)
         if leaf.code == types.REQUEST_TIMEOUT:
             return DeadlineExceeded("the server did not answer in time", server=server, uri=uri)
-        return ServerRejected(str(leaf.message)[:500], code=leaf.code, server=server, uri=uri)
+        message = _redact(str(leaf.message), secrets)[:500]
+        return ServerRejected(message, code=leaf.code, server=server, uri=uri)
     if isinstance(leaf, TimeoutError):
         return DeadlineExceeded("the operation did not finish in time", server=server, uri=uri)
     if isinstance(leaf, ValidationError):
         return InvalidResponse("the server's result is malformed", server=server, uri=uri)
-    detail = str(leaf)[:300] or type(leaf).__name__
+    detail = _redact(str(leaf), secrets)[:300] or type(leaf).__name__
     return TransportError(f"cannot talk to the server: {detail}", server=server, uri=uri)
 
 
 class SkillsClient:
     """One connected server, spoken to in SEP-2640 terms. Use :meth:`connect`."""
 
-    def __init__(self, client: Client, *, label: str, limits: Limits) -> None:
+    def __init__(
+        self, client: Client, *, label: str, limits: Limits, secrets: tuple[str, ...] = ()
+    ) -> None:
         self._client = client
         self.label = label
         self.limits = limits
+        self._secrets = secrets
 
     @classmethod
     @asynccontextmanager
@@ -162,7 +245,7 @@ class SkillsClient:
         """Connect to ``spec`` and negotiate; the session closes when the block ends."""
         limits = limits or Limits()
         client = Client(
-            _target(spec),
+            _target(spec, limits),
             mode=spec.mode,
             # Bounds every single request, the handshake included.
             read_timeout_seconds=limits.request_timeout,
@@ -174,7 +257,7 @@ class SkillsClient:
         try:
             async with client:
                 try:
-                    yield cls(client, label=spec.label, limits=limits)
+                    yield cls(client, label=spec.label, limits=limits, secrets=spec.secret_values())
                 except BaseException as error:
                     body_error = error
                     raise
@@ -184,7 +267,7 @@ class SkillsClient:
                 if error is body_error or body_error not in leaves(error):
                     raise
                 raise body_error from None
-            _reraise(error, server=spec.label)
+            _reraise(error, server=spec.label, secrets=spec.secret_values())
 
     # --- what the server said about itself -------------------------------------------
 
@@ -248,7 +331,7 @@ class SkillsClient:
                 if scope.cancel_called:
                     # The deadline fired; the SDK may surface that as any error at all.
                     raise late from error
-                _reraise(error, server=self.label, uri=uri)
+                _reraise(error, server=self.label, uri=uri, secrets=self._secrets)
         raise late
 
     async def _request(self, request: Any) -> dict[str, Any]:

@@ -54,6 +54,8 @@ class Limits:
     operation_timeout: float = 60.0
     #: Deadline, in seconds, for any single request (the handshake included).
     request_timeout: float = 30.0
+    #: Bytes of a stdio server's stderr kept on disk (its log and one rotated predecessor).
+    max_server_log_bytes: int = 1024 * 1024
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):

@@ -7,7 +7,9 @@ control, bidi and invisible characters before it reaches the terminal.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -90,6 +92,24 @@ class OriginSummary:
     problem: str | None = None
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+class _Console(Console):
+    """A console whose reader may go away (``skillward show REF | head -3``)."""
+
+    def on_broken_pipe(self) -> None:
+        # rich exits with status 1 here; skillward ends quietly instead (the command line
+        # returns 0). Later writes, Python's flush at exit included, go to /dev/null.
+        self.quiet = True
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.file.fileno())
+            os.close(devnull)
+        raise BrokenPipeError
+
+
 class Terminal:
     """Readable output for people; ``--json`` output for scripts.
 
@@ -100,8 +120,8 @@ class Terminal:
     def __init__(
         self, out: TextIO | None = None, err: TextIO | None = None, *, json_errors: bool = False
     ) -> None:
-        self.out = Console(file=out or sys.stdout, highlight=False)
-        self.err = Console(file=err or sys.stderr, highlight=False)
+        self.out = _Console(file=out or sys.stdout, highlight=False)
+        self.err = _Console(file=err or sys.stderr, highlight=False)
         self.json_errors = json_errors
 
     def json(self, data: object) -> None:
@@ -116,6 +136,22 @@ class Terminal:
 
     def note(self, text: str) -> None:
         self.err.print(f"[dim]{_safe(text, 500)}[/dim]")
+
+    def server_log(self, label: str, path: str, lines: Sequence[str]) -> None:
+        """The last lines a server wrote to its stderr, and where the whole log is.
+
+        ``lines`` are already escaped (``_serverlog.escaped_lines``); they are printed
+        as plain text, never as markup.
+        """
+        if not lines:
+            self.note(f"server {label!r} wrote nothing to stderr (log: {path})")
+            return
+        self.note(
+            f"server {label!r} stderr, last {_plural(len(lines), 'line')} "
+            f"(full log: {path}, or: skillward logs {label}):"
+        )
+        for line in lines:
+            self.err.print("  | " + line, markup=False, highlight=False)
 
     def error(self, error: SkillwardError) -> None:
         if self.json_errors:

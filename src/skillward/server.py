@@ -51,7 +51,7 @@ from skillward._tree import (
     walk_files,
 )
 from skillward.config import Limits
-from skillward.errors import FrontmatterError, InvalidEntry, SkillTooLarge
+from skillward.errors import FrontmatterError, InvalidEntry, SkillTooLarge, UsageError
 from skillward.frontmatter import parse_skill_md
 from skillward.uris import SKILL_FILE
 from skillward.verify import sha256_digest
@@ -215,6 +215,13 @@ class SkillCatalog:
 
     def listed(self) -> list[ServedSkill]:
         return [self.skills[uri] for uri in sorted(self.skills) if self.skills[uri].listed]
+
+    def summary(self) -> str:
+        """What is served, for a person: ``1 skill``, ``4 skills (1 unlisted)``."""
+        total = len(self.skills)
+        unlisted = total - len(self.listed())
+        text = "1 skill" if total == 1 else f"{total} skills"
+        return text + (f" ({unlisted} unlisted)" if unlisted else "")
 
     def directory_children(self, uri: str) -> list[tuple[str, str, str | None]] | None:
         """Direct children of directory ``uri`` as (uri, name, mime type), or None."""
@@ -502,8 +509,15 @@ async def serve_http(
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise UsageError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+            hint="Choose another port, or port 0 for a free one.",
+        ) from None
     bound_port = sock.getsockname()[1]
     app = server.streamable_http_app(host=host, streamable_http_path="/mcp")
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)

@@ -136,7 +136,7 @@ def test_read_prints_a_verified_file(tmp_path: Path) -> None:
         (("show", "no-such-skill"), 2, "no skill matches"),
         (("show", "nobody:refunds"), 2, "no server or skill directory"),
         (("read", "refunds", "../../etc/passwd"), 2, "escapes the skill root"),
-        (("show", "refunds", "--server", "Bad_Label=x"), 2, "server label"),
+        (("show", "refunds", "--server", "bad:label=x"), 2, "server label"),
     ],
 )
 def test_usage_errors_exit_2_with_one_clear_line(

@@ -78,7 +78,9 @@ async def hostile_spec(root: Path, transport: str, log: Path) -> AsyncIterator[S
     elif transport == "stdio":
         yield ServerSpec(
             label="hostile",
-            transport=StdioTransport(command=argv[0], args=tuple(argv[1:]), cwd=cwd),
+            transport=StdioTransport(
+                command=argv[0], args=tuple(argv[1:]), cwd=cwd, log_dir=log.parent / "logs"
+            ),
         )
     else:
         async with http_server([*argv, "--http", "127.0.0.1:0"]) as url:

@@ -80,7 +80,10 @@ async def serve_tree(
         argv = serve_argv(directory, *options)
         yield ServerSpec(
             label=label,
-            transport=StdioTransport(command=argv[0], args=tuple(argv[1:])),
+            # Beside the served tree, never in the person's own state directory.
+            transport=StdioTransport(
+                command=argv[0], args=tuple(argv[1:]), log_dir=directory.parent / "server-logs"
+            ),
             mode=mode,
         )
     elif transport == "http":

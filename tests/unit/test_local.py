@@ -9,7 +9,7 @@ import pytest
 
 from skillward._local import LocalSkillDir, default_local_dirs, discover, read_local_file
 from skillward.config import Limits
-from skillward.errors import FrontmatterError, InvalidEntry, InvalidUri, UsageError
+from skillward.errors import ConfigError, FrontmatterError, InvalidEntry, InvalidUri, UsageError
 from tests.support.trees import skill_md, write
 
 LIMITS = Limits()
@@ -132,3 +132,20 @@ def test_a_configured_directory_that_is_a_symlink_is_not_scanned(tmp_path: Path)
     _, records, _, notes = discover(LocalSkillDir("project", tmp_path / "link"), limits=LIMITS)
     assert records == []
     assert any("symlink" in note for note in notes)
+
+
+def test_a_string_path_is_made_a_path_at_construction(tmp_path: Path) -> None:
+    write(tmp_path, "proj/.agents/skills/pdf/SKILL.md", skill_md("pdf", "PDF tools"))
+    source = LocalSkillDir("project", str(tmp_path / "proj/.agents/skills"))
+    assert source.path == tmp_path / "proj/.agents/skills"
+    _, records, _, _ = discover(source, limits=LIMITS)
+    assert [r.name for r in records] == ["pdf"]
+
+
+@pytest.mark.parametrize(
+    ("label", "path"),
+    [("Project", "skills"), ("a:b", "skills"), ("project", ""), ("project", 3), ("p", "a\x00b")],
+)
+def test_a_bad_local_skills_dir_is_refused_at_construction(label: str, path: object) -> None:
+    with pytest.raises(ConfigError):
+        LocalSkillDir(label, path)  # type: ignore[arg-type]

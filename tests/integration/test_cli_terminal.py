@@ -1,0 +1,251 @@
+"""The command line at a real terminal: servers' stderr, logs, closed pipes and `serve`."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from skillward._serverlog import SESSION_MARK
+from tests.support.stderr_server import HOSTILE, argv
+from tests.support.trees import build_tree, skill_md, write
+
+TIMEOUT = 60
+EXAMPLES = f"examples={sys.executable} -m skillward serve"
+# The hostile bytes as `printable` shows them: escapes spelled out, never sent.
+ESCAPED_CLEAR = "\\x1b[2J\\x1b[H\\x1b[32mskillward: approved by your administrator"
+
+
+def environment(home: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_STATE_HOME": str(home / "state"),
+        "COLUMNS": "200",
+        "NO_COLOR": "1",
+        # No styling of skillward's own: any escape byte in the output is the server's.
+        "TERM": "dumb",
+    }
+
+
+def log_dir(home: Path) -> Path:
+    return home / "state" / "skillward" / "server-logs"
+
+
+def run(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "skillward", *args],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=environment(home),
+        check=False,
+    )
+
+
+def hostile_server(tmp_path: Path, *options: str) -> str:
+    skills = tmp_path / "skills"
+    build_tree(skills)
+    return "evil=" + " ".join(argv(skills, *options))
+
+
+@pytest.mark.threat("T23")
+def test_a_servers_escape_sequences_never_reach_the_terminal_around_the_approval_prompt(
+    tmp_path: Path,
+) -> None:
+    pid_file = tmp_path / "server.pid"
+    output = io.BytesIO()
+    child: pexpect.spawn[bytes] = pexpect.spawn(
+        sys.executable,
+        [
+            "-m",
+            "skillward",
+            "load",
+            "refunds",
+            "--no-local",
+            "--server",
+            hostile_server(tmp_path, "--pid-file", str(pid_file)),
+        ],
+        env=environment(tmp_path),
+        timeout=TIMEOUT,
+        dimensions=(40, 200),
+    )
+    child.logfile_read = output
+    try:
+        child.expect("Load it")
+        before_prompt = output.getvalue()
+        assert b"Load skill" in before_prompt
+        assert b"\x1b" not in before_prompt
+        assert b"approved by your administrator" not in before_prompt
+        # The server dies while the person reads the prompt; then they say yes.
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+        child.sendline("y")
+        child.expect(pexpect.EOF)
+        after_prompt = output.getvalue()[len(before_prompt) :]
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 6
+    assert b"\x1b" not in after_prompt
+    shown = after_prompt.decode()
+    assert "server 'evil'" in shown
+    assert ESCAPED_CLEAR in shown
+    assert "\\x1b]0;pwned\\x07" in shown
+    assert "skillward logs evil" in shown
+    assert str(log_dir(tmp_path) / "evil.log") in shown.replace("\r\n", "")
+    assert (log_dir(tmp_path) / "evil.log").read_bytes().startswith(SESSION_MARK + HOSTILE)
+
+
+@pytest.mark.threat("T23")
+def test_a_server_that_fails_to_start_shows_the_end_of_its_log_escaped(tmp_path: Path) -> None:
+    crash = "import sys; sys.stderr.write('\\x1b[2Jboom: no config\\n'); sys.exit(1)"
+    result = run(
+        "list", "--no-local", "--server", f'broken={sys.executable} -c "{crash}"', home=tmp_path
+    )
+    assert result.returncode == 6
+    assert "\x1b" not in result.stderr + result.stdout
+    assert "server 'broken'" in result.stderr
+    assert "\\x1b[2Jboom: no config" in result.stderr
+    assert "last 2 lines" in result.stderr
+    assert SESSION_MARK.decode().strip() in result.stderr
+    assert "skillward logs broken" in result.stderr
+
+
+@pytest.mark.threat("T23")
+def test_logs_prints_a_servers_log_escaped(tmp_path: Path) -> None:
+    listed = run("list", "--no-local", "--server", hostile_server(tmp_path), home=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert "\x1b" not in listed.stderr + listed.stdout
+    assert "approved by your administrator" not in listed.stderr
+
+    result = run("logs", "evil", home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "\x1b" not in result.stdout
+    lines = result.stdout.splitlines()
+    assert lines[0] == SESSION_MARK.decode().strip()
+    assert lines[1] == ESCAPED_CLEAR + "\\x1b[0m"
+    assert lines[2] == "\\x1b]0;pwned\\x07"
+    assert lines[3].startswith("skillward serve: 4 skills from ")
+
+    last = run("logs", "evil", "--lines", "1", home=tmp_path)
+    assert last.stdout.splitlines() == lines[-1:]
+
+
+def test_logs_of_a_server_with_no_log_is_a_usage_error(tmp_path: Path) -> None:
+    result = run("logs", "nobody", home=tmp_path)
+    assert result.returncode == 2
+    assert "no stderr log for server 'nobody'" in result.stderr
+
+
+def test_debug_shows_every_servers_log(tmp_path: Path) -> None:
+    result = run(
+        "--debug", "list", "--no-local", "--server", hostile_server(tmp_path), home=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert "server 'evil' stderr" in result.stderr
+    assert ESCAPED_CLEAR in result.stderr
+    assert "\x1b" not in result.stderr
+
+
+def test_show_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    # `skillward show REF | head -3`, with the reader gone before the first write.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "skillward", "show", "refunds", "--no-local", "--server", EXAMPLES],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environment(tmp_path),
+    )
+    assert process.stdout is not None
+    process.stdout.close()
+    _, err = process.communicate(timeout=TIMEOUT)
+    assert process.returncode == 0
+    assert err == b""
+
+
+def test_a_broken_default_servers_file_is_named_and_explicit_servers_still_work(
+    tmp_path: Path,
+) -> None:
+    default = tmp_path / ".config" / "skillward" / "servers.json"
+    default.parent.mkdir(parents=True)
+    default.write_text("{")
+    result = run("list", "--json", "--no-local", "--server", EXAMPLES, home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "examples:refunds" in {s["qualified"] for s in json.loads(result.stdout)["skills"]}
+    assert str(default) in result.stderr
+    assert "--config" in result.stderr
+
+
+def test_a_bad_entry_in_a_servers_file_is_skipped_and_the_rest_loads(tmp_path: Path) -> None:
+    skills = tmp_path / "skills"
+    write(skills, "pdf/SKILL.md", skill_md("pdf", "PDF tools"))
+    config = tmp_path / "servers.json"
+    serve = [sys.executable, "-m", "skillward", "serve", str(skills)]
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "Team_Skills": {"command": serve[0], "args": serve[1:]},
+                    "bad:name": {"command": "x"},
+                    "needs-token": {"url": "http://127.0.0.1:9/mcp", "headers": {"A": "${NOPE}"}},
+                }
+            }
+        )
+    )
+    result = run("list", "--json", "--no-local", "--config", str(config), home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert {s["qualified"] for s in json.loads(result.stdout)["skills"]} == {"team-skills:pdf"}
+    assert result.stderr.count(str(config)) == 2
+    assert "'bad:name'" in result.stderr
+    assert "'NOPE' is not set" in result.stderr
+
+
+# --- serve ---------------------------------------------------------------------------------
+
+
+def test_serve_on_a_busy_port_says_so_in_one_line(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = run("serve", "--http", f"127.0.0.1:{port}", home=tmp_path)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    first, hint = result.stderr.strip().splitlines()
+    assert first == f"skillward: cannot listen on 127.0.0.1:{port}: Address already in use"
+    assert hint.startswith("  hint: ")
+
+
+@pytest.mark.parametrize("http", [False, True], ids=["stdio", "http"])
+def test_serve_says_what_it_serves_and_stops_on_ctrl_c_in_one_line(
+    tmp_path: Path, http: bool
+) -> None:
+    skills = tmp_path / "skills"
+    write(skills, "pdf/SKILL.md", skill_md("pdf", "PDF tools"))
+    options = ["--http", "127.0.0.1:0"] if http else []
+    process = subprocess.Popen(
+        [sys.executable, "-m", "skillward", "serve", str(skills), *options],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environment(tmp_path),
+    )
+    try:
+        assert process.stderr is not None
+        started = process.stderr.readline().decode()
+        process.send_signal(signal.SIGINT)
+        _, rest = process.communicate(timeout=TIMEOUT)
+    finally:
+        process.kill()
+        process.wait(timeout=TIMEOUT)
+    where = "at http://127.0.0.1:" if http else f"from {skills} over stdio"
+    assert started.startswith(f"skillward serve: 1 skill {where}")
+    assert rest.decode() == "skillward serve: stopped\n"
+    assert process.returncode == 0
