@@ -17,8 +17,10 @@ label and skill URI. The names below are the stable public API; modules whose
 names start with an underscore are internal.
 """
 
+from skillward._diskcache import DiskCache
 from skillward._local import LocalSkillDir, default_local_dirs
 from skillward.approvals import ActivationRequest, ApproveOnce, Approver, Decision, DenyAll
+from skillward.cache import CacheKey, ContentCache, NoCache
 from skillward.config import Limits
 from skillward.context import CatalogItem, ContextBlock
 from skillward.errors import (
@@ -59,20 +61,24 @@ __all__ = [
     "ApprovalRequired",
     "ApproveOnce",
     "Approver",
+    "CacheKey",
     "CatalogItem",
     "Collision",
+    "ContentCache",
     "ContextBlock",
     "CrossOriginGate",
     "CrossOriginRequest",
     "Decision",
     "DenyAll",
     "DenyCrossOrigin",
+    "DiskCache",
     "HostConfig",
     "HttpTransport",
     "InMemoryTransport",
     "IntegrityError",
     "Limits",
     "LocalSkillDir",
+    "NoCache",
     "Origin",
     "OriginError",
     "PolicyDenied",

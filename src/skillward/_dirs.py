@@ -6,7 +6,7 @@ from pathlib import Path
 
 import platformdirs
 
-__all__ = ["default_servers_file", "user_config_dir"]
+__all__ = ["default_servers_file", "user_cache_dir", "user_config_dir"]
 
 _APP = "skillward"
 
@@ -19,3 +19,8 @@ def user_config_dir() -> Path:
 def default_servers_file() -> Path:
     """The ``mcpServers`` JSON file the command line reads when ``--config`` is not given."""
     return user_config_dir() / "servers.json"
+
+
+def user_cache_dir() -> Path:
+    """Where skillward keeps its disk cache (``~/.cache/skillward`` on Linux)."""
+    return platformdirs.user_cache_path(_APP, appauthor=False)

@@ -17,10 +17,12 @@ from pathlib import Path
 import anyio
 
 from skillward._dirs import default_servers_file
+from skillward._diskcache import DiskCache
 from skillward._local import LocalSkillDir, default_local_dirs
 from skillward.approvals import ActivationRequest, ApproveOnce, Decision
+from skillward.cache import ContentCache, NoCache
 from skillward.config import Limits
-from skillward.errors import ConfigError, SkillwardError, UsageError
+from skillward.errors import ConfigError, SkillwardError, UsageError, printable
 from skillward.host import HostConfig, SkillHost
 from skillward.prompts import Terminal, TerminalApprover
 from skillward.servers import (
@@ -102,6 +104,9 @@ def _parser() -> argparse.ArgumentParser:
         "as 'project' and ~/.agents/skills as 'user'",
     )
     common.add_argument("--no-local", action="store_true", help="do not discover local skills")
+    common.add_argument(
+        "--no-cache", action="store_true", help="neither read nor write the disk cache"
+    )
     common.add_argument("--json", action="store_true", help="machine-readable output")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -132,6 +137,12 @@ def _parser() -> argparse.ArgumentParser:
         "demo",
         help="start the bundled example server, load a skill, and show a tampered read refused",
     )
+    cache = commands.add_parser("cache", help="the disk cache of verified server files")
+    cache_actions = cache.add_subparsers(dest="cache_action", metavar="ACTION", required=True)
+    cache_list = cache_actions.add_parser("list", help="files and bytes kept per server label")
+    cache_list.add_argument("--json", action="store_true", help="machine-readable output")
+    purge = cache_actions.add_parser("purge", help="remove one label's cached files, or all")
+    purge.add_argument("label", nargs="?", metavar="LABEL", help="a server label (default: all)")
 
     serve = commands.add_parser(
         "serve",
@@ -259,8 +270,9 @@ async def _with_host(
 ) -> int:
     approver = _CommandLineApprover(terminal, getattr(args, "approve_once", False))
     config = HostConfig(limits=Limits(), local_dirs=_local_dirs(args))
+    cache: ContentCache = NoCache() if args.no_cache else DiskCache(limits=config.limits)
     status = EXIT_OK
-    async with SkillHost(config=config, approver=approver) as host:
+    async with SkillHost(config=config, approver=approver, cache=cache) as host:
         for note in host.notes:
             terminal.note(note)
         for spec in _server_specs(args):
@@ -373,6 +385,37 @@ async def _read(
     return EXIT_OK
 
 
+# --- cache -------------------------------------------------------------------------------
+
+
+def _cache(args: argparse.Namespace, terminal: Terminal) -> int:
+    cache = DiskCache()
+    if args.cache_action == "purge":
+        files, size = cache.purge(args.label)
+        whose = f"of {args.label}" if args.label else "of every server"
+        terminal.note(f"removed {files} cached files ({size} bytes) {whose}")
+        return EXIT_OK
+    usage = cache.usage()
+    if args.json:
+        terminal.json(
+            {
+                "root": str(cache.root),
+                "labels": [
+                    {"label": u.label, "identity": u.identity, "files": u.files, "bytes": u.size}
+                    for u in usage
+                ],
+            }
+        )
+        return EXIT_OK
+    terminal.note(f"disk cache: {cache.root}")
+    for u in usage:
+        identity = printable(u.identity) if u.identity is not None else "(no index)"
+        terminal.text(f"{u.label}  {u.files} files  {u.size} bytes  {identity}")
+    if not usage:
+        terminal.note("(empty)")
+    return EXIT_OK
+
+
 # --- demo --------------------------------------------------------------------------------
 
 
@@ -445,6 +488,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _serve(args)
         if args.command == "demo":
             return anyio.run(_demo, terminal)
+        if args.command == "cache":
+            return _cache(args, terminal)
         command = _HOST_COMMANDS[args.command]
 
         async def body(host: SkillHost, approver: _CommandLineApprover) -> int:

@@ -54,10 +54,16 @@ class Limits:
     operation_timeout: float = 60.0
     #: Deadline, in seconds, for any single request (the handshake included).
     request_timeout: float = 30.0
+    #: Bytes the disk cache keeps per server label; least recently used files go first.
+    max_cache_bytes: int = 256 * 1024 * 1024
+    #: Seconds a file stays in the disk cache after it was written (None: until evicted).
+    max_cache_age: float | None = None
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
+            if value is None and field.default is None:
+                continue  # an optional bound that is not set
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
                 raise ConfigError(f"Limits.{field.name} must be a positive number, not {value!r}")
         if self.max_skill_files < SEP_MAX_SKILL_FILES or self.max_skill_bytes < SEP_MAX_SKILL_BYTES:

@@ -39,6 +39,7 @@ from types import TracebackType
 from typing import Any, NoReturn, Self
 
 import anyio
+import anyio.to_thread
 
 from skillward._local import (
     LocalSkillDir,
@@ -290,11 +291,21 @@ class SkillHost:
         if connection is not None:
             await connection.stack.aclose()
 
+    async def forget_server(self, label: str) -> None:
+        """Remove a server from this host: disconnect it and purge what the cache keeps of it."""
+        check_label(label)
+        if any(o.label == label and not o.is_mcp for o in self.registry.origins()):
+            raise ConfigError(f"label {label!r} is a local skill directory, not a server")
+        await self.disconnect(label)
+        await anyio.to_thread.run_sync(self.cache.forget, label)
+
     def add_local_dir(self, source: LocalSkillDir) -> None:
         """Discover the skills under ``source`` as a local origin labelled ``source.label``."""
         check_label(source.label)
         if source.label in self._connections:
             raise ConfigError(f"label {source.label!r} is already used by a server")
+        # A cache inside or around a discovery path turns itself off before anything is kept.
+        self.cache.isolate_from(source.path)
         origin, records, declined, notes = discover(source, limits=self.limits)
         self.registry.set_origin(origin, records, declined)
         self.notes.extend(notes)
@@ -409,17 +420,19 @@ class SkillHost:
         assert entry is not None
         label = record.origin.label
         connection = self._connection(label)
+        key: CacheKey | None = None
         try:
             if entry.is_dynamic:
                 self._dynamic_spent[record.key] = 0
                 data = await self._fetch_dynamic(connection, record, entry.uri)
             else:
-                data = await self._fetch(connection, entry.uri, entry.manifest.get(entry.uri))
+                key = self._cache_key(connection, entry.uri, entry.manifest[entry.uri])
+                data = await self._fetch(connection, entry.uri, key)
             verified = verify_skill_md(entry, data, server=label, limits=self.limits)
         except (IntegrityError, FrontmatterError) as error:
             await self._after_failure(record, entry, error)
-        if verified.file.verified:
-            self.cache.put(CacheKey(label, entry.uri, verified.file.digest), verified.file.data)
+        if key is not None and verified.file.verified:
+            self.cache.put(key, verified.file.data)
         root = entry.root
         files = sorted(root.file_path(parse_uri(uri)) for uri in entry.manifest)
         block = skill_block(
@@ -479,29 +492,44 @@ class SkillHost:
         self._active.pop(key, None)
         self._dynamic_spent.pop(key, None)
 
-    async def _fetch(self, connection: _Connection, uri: str, item: ResourceItem | None) -> bytes:
-        """Bytes for ``uri``. For a listed file: from the cache if it has them (they are
-        verified after either way), else from the server, cut off above the listed size."""
-        if item is not None:
-            cached = self.cache.get(CacheKey(connection.client.label, uri, item.digest))
+    @staticmethod
+    def _cache_key(connection: _Connection, skill: str, item: ResourceItem) -> CacheKey:
+        """A listed file of ``skill`` as the cache keys it: bound to the transport identity."""
+        return CacheKey(
+            origin=connection.client.label,
+            identity=connection.spec.identity,
+            skill=skill,
+            uri=item.uri,
+            digest=item.digest,
+            size=item.size,
+        )
+
+    async def _fetch(self, connection: _Connection, uri: str, key: CacheKey | None) -> bytes:
+        """Bytes for ``uri``. For a listed file (``key``): from the cache if it has them
+        (they are verified after either way), else from the server, cut off above the
+        listed size."""
+        if key is not None:
+            cached = self.cache.get(key)
             if cached is not None:
                 return cached
             try:
-                return await connection.client.read_resource(uri, max_bytes=item.size)
+                return await connection.client.read_resource(uri, max_bytes=key.size)
             except ResponseTooLarge:
                 raise SizeMismatch(
-                    f"the server sent more than the {item.size} bytes the listing promised",
+                    f"the server sent more than the {key.size} bytes the listing promised",
                     server=connection.client.label,
                     uri=uri,
                 ) from None
         return await connection.client.read_resource(uri)
 
-    async def _verified(self, connection: _Connection, item: ResourceItem) -> VerifiedFile:
-        """A listed file, fetched (or taken from the cache) and verified against ``item``."""
-        label = connection.client.label
-        data = await self._fetch(connection, item.uri, item)
-        verified = verify_file(item, data, server=label)
-        self.cache.put(CacheKey(label, item.uri, verified.digest), verified.data)
+    async def _verified(
+        self, connection: _Connection, item: ResourceItem, skill: str
+    ) -> VerifiedFile:
+        """A listed file of ``skill``, fetched (or taken from the cache) and verified."""
+        key = self._cache_key(connection, skill, item)
+        data = await self._fetch(connection, item.uri, key)
+        verified = verify_file(item, data, server=connection.client.label)
+        self.cache.put(key, verified.data)
         return verified
 
     async def _fetch_dynamic(self, connection: _Connection, record: SkillRecord, uri: str) -> bytes:
@@ -583,7 +611,8 @@ class SkillHost:
             )
             return self._emit(block)
         try:
-            verified = await self._verified(connection, manifest_item(entry, uri, server=label))
+            item = manifest_item(entry, uri, server=label)
+            verified = await self._verified(connection, item, entry.uri)
         except IntegrityError as error:
             await self._after_failure(record, entry, error)
         block = file_block(
@@ -702,9 +731,9 @@ class SkillHost:
         label = connection.client.label
         origin = self.registry.origin(label)
         text = str(uri)
-        item = next(
+        entry = next(
             (
-                record.entry.manifest[text]
+                record.entry
                 for record in self.registry.records()
                 if record.origin.label == label
                 and record.entry is not None
@@ -712,8 +741,8 @@ class SkillHost:
             ),
             None,
         )
-        if item is not None:
-            verified = await self._verified(connection, item)
+        if entry is not None:
+            verified = await self._verified(connection, entry.manifest[text], entry.uri)
             block = resource_block(
                 origin=origin, uri=text, data=verified.data, verified=True, digest=verified.digest
             )
