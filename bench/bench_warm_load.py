@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 import anyio
-from bench_cold_load import FILES, ROUNDS, make_skill
 
+from bench_cold_load import FILES, ROUNDS, make_skill
 from skillward._diskcache import DiskCache
 from skillward.approvals import ActivationRequest, Decision
 from skillward.cache import CacheKey, ContentCache, NoCache

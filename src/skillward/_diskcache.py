@@ -52,12 +52,16 @@ __all__ = ["DiskCache", "LabelUsage"]
 logger = logging.getLogger("skillward")
 
 _SUPPORTED = sys.platform != "win32" and hasattr(os, "O_NOFOLLOW")
+# getattr: these flags are missing on Windows, where the cache turns itself off.
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | _CLOEXEC
-# O_NONBLOCK: opening a planted FIFO must not wait for a writer.
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | _CLOEXEC
-_NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | _CLOEXEC
-_APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | _CLOEXEC
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+# Opening a planted FIFO must not wait for the other end.
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
+_READ_FLAGS = os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC
+_NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+_APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | _NOFOLLOW | _NONBLOCK | _CLOEXEC
+_LOCK_FLAGS = os.O_RDWR | os.O_CREAT | _NOFOLLOW | _NONBLOCK | _CLOEXEC
 # What opening a blob path with O_NOFOLLOW | O_NONBLOCK gives when something else is
 # planted there: a symlink (ELOOP; EMLINK on some BSDs), a socket (ENXIO), a file that
 # is not ours to read (EACCES, EPERM).
@@ -219,8 +223,7 @@ def _write_new(directory: int, name: str, data: bytes, *, times: float | None = 
 @contextlib.contextmanager
 def _flock(label_fd: int, *, wait: bool) -> Iterator[bool]:
     """Hold the label's lock; yields False (holding nothing) if busy and not waiting."""
-    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
-    fd = os.open(_LOCK, flags, 0o600, dir_fd=label_fd)
+    fd = os.open(_LOCK, _LOCK_FLAGS, 0o600, dir_fd=label_fd)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise _Unsafe("the cache's lock file is not a regular file")
