@@ -17,6 +17,7 @@ label and skill URI. The names below are the stable public API; modules whose
 names start with an underscore are internal.
 """
 
+from skillward._diskcache import DiskCache
 from skillward._local import LocalSkillDir, default_local_dirs
 from skillward._version import __version__
 from skillward.approvals import (
@@ -128,6 +129,7 @@ __all__ = [
     "DenyCrossOrigin",
     "DenyExecution",
     "DigestMismatch",
+    "DiskCache",
     "ExecutionDenied",
     "ExecutionGate",
     "ExecutionRequest",

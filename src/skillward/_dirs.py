@@ -6,7 +6,7 @@ from pathlib import Path
 
 import platformdirs
 
-__all__ = ["default_servers_file", "server_log_dir", "user_config_dir"]
+__all__ = ["default_servers_file", "server_log_dir", "user_cache_dir", "user_config_dir"]
 
 _APP = "skillward"
 
@@ -28,3 +28,8 @@ def server_log_dir() -> Path:
     a skills directory, so nothing a server writes there can be discovered as a skill.
     """
     return platformdirs.user_state_path(_APP, appauthor=False) / "server-logs"
+
+
+def user_cache_dir() -> Path:
+    """Where skillward keeps its disk cache (``~/.cache/skillward`` on Linux)."""
+    return platformdirs.user_cache_path(_APP, appauthor=False)

@@ -19,10 +19,12 @@ from pathlib import Path
 import anyio
 
 from skillward._dirs import default_servers_file, server_log_dir
+from skillward._diskcache import DiskCache
 from skillward._local import LocalSkillDir, default_local_dirs
 from skillward._serverlog import escaped_lines, log_path, read_log
 from skillward._version import __version__
 from skillward.approvals import ActivationRequest, ApproveOnce, Decision
+from skillward.cache import ContentCache, NoCache
 from skillward.config import Limits
 from skillward.errors import (
     AmbiguousName,
@@ -104,7 +106,7 @@ def _timeout(text: str) -> float:
 #: Options every command takes, before or after the command name. Given after it,
 #: they land under ``sub_<dest>`` and are merged by :func:`_merge_common`.
 _LISTS = ("server", "skills_dir")
-_FLAGS = ("no_local", "json", "debug")
+_FLAGS = ("no_local", "no_cache", "json", "debug")
 _VALUES = ("config", "timeout")
 
 
@@ -139,6 +141,13 @@ def _common_options(parser: argparse.ArgumentParser, prefix: str) -> None:
         action="store_true",
         default=None,
         help="do not discover local skills",
+    )
+    parser.add_argument(
+        "--no-cache",
+        dest=prefix + "no_cache",
+        action="store_true",
+        default=None,
+        help="neither read nor write the disk cache",
     )
     parser.add_argument(
         "--json",
@@ -224,6 +233,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     logs.add_argument("label", metavar="LABEL")
     logs.add_argument("--lines", type=_positive_int, metavar="N", help="only the last N lines")
+    cache = commands.add_parser("cache", help="the disk cache of verified server files")
+    cache_actions = cache.add_subparsers(dest="cache_action", metavar="ACTION", required=True)
+    cache_list = cache_actions.add_parser("list", help="files and bytes kept per server label")
+    cache_list.add_argument(
+        "--json", dest="sub_json", action="store_true", default=None, help="machine-readable output"
+    )
+    purge = cache_actions.add_parser("purge", help="remove one label's cached files, or all")
+    purge.add_argument("label", nargs="?", metavar="LABEL", help="a server label (default: all)")
 
     serve = commands.add_parser(
         "serve",
@@ -432,12 +449,13 @@ async def _with_host(
 ) -> int:
     approver = _CommandLineApprover(terminal, getattr(args, "approve_once", False))
     config = HostConfig(limits=_limits(args), local_dirs=_local_dirs(args))
+    cache: ContentCache = NoCache() if args.no_cache else DiskCache(limits=config.limits)
     specs = _server_specs(args, terminal)
     logs.watch(specs)
     # Servers that failed to connect, and why: `list` shows them, other commands blame them.
     failed: dict[str, tuple[ServerSpec, SkillwardError]] = {}
     args.connect_failures = failed
-    async with SkillHost(config=config, approver=approver) as host:
+    async with SkillHost(config=config, approver=approver, cache=cache) as host:
         for note in host.notes:
             terminal.note(note)
         for spec in specs:
@@ -622,6 +640,37 @@ def _logs(args: argparse.Namespace, terminal: Terminal) -> int:
     return EXIT_OK
 
 
+# --- cache -------------------------------------------------------------------------------
+
+
+def _cache(args: argparse.Namespace, terminal: Terminal) -> int:
+    cache = DiskCache()
+    if args.cache_action == "purge":
+        files, size = cache.purge(args.label)
+        whose = f"of {args.label}" if args.label else "of every server"
+        terminal.note(f"removed {files} cached files ({size} bytes) {whose}")
+        return EXIT_OK
+    usage = cache.usage()
+    if args.json:
+        terminal.json(
+            {
+                "root": str(cache.root),
+                "labels": [
+                    {"label": u.label, "identity": u.identity, "files": u.files, "bytes": u.size}
+                    for u in usage
+                ],
+            }
+        )
+        return EXIT_OK
+    terminal.note(f"disk cache: {cache.root}")
+    for u in usage:
+        identity = printable(u.identity) if u.identity is not None else "(no index)"
+        terminal.text(f"{u.label}  {u.files} files  {u.size} bytes  {identity}")
+    if not usage:
+        terminal.note("(empty)")
+    return EXIT_OK
+
+
 # --- demo --------------------------------------------------------------------------------
 
 
@@ -761,6 +810,8 @@ def _run(args: argparse.Namespace, terminal: Terminal, logs: _ServerLogs) -> int
         return anyio.run(_demo, terminal)
     if args.command == "logs":
         return _logs(args, terminal)
+    if args.command == "cache":
+        return _cache(args, terminal)
     command = _HOST_COMMANDS[args.command]
 
     async def body(host: SkillHost, approver: _CommandLineApprover) -> int:

@@ -56,10 +56,16 @@ class Limits:
     request_timeout: float = 30.0
     #: Bytes of a stdio server's stderr kept on disk (its log and one rotated predecessor).
     max_server_log_bytes: int = 1024 * 1024
+    #: Bytes the disk cache keeps per server label; least recently used files go first.
+    max_cache_bytes: int = 256 * 1024 * 1024
+    #: Seconds a file stays in the disk cache after it was written (None: until evicted).
+    max_cache_age: float | None = None
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
+            if value is None and field.default is None:
+                continue  # an optional bound that is not set
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
                 raise ConfigError(f"Limits.{field.name} must be a positive number, not {value!r}")
         if self.max_skill_files < SEP_MAX_SKILL_FILES or self.max_skill_bytes < SEP_MAX_SKILL_BYTES:

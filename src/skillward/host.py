@@ -45,6 +45,7 @@ from typing import Any, Literal, NoReturn, Self, TypeVar
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 
 from skillward._local import (
     LocalSkillDir,
@@ -542,11 +543,21 @@ class SkillHost:
             with anyio.CancelScope(shield=True):
                 await connection.done.wait()
 
+    async def forget_server(self, label: str) -> None:
+        """Remove a server from this host: disconnect it and purge what the cache keeps of it."""
+        check_label(label)
+        if any(o.label == label and not o.is_mcp for o in self.registry.origins()):
+            raise ConfigError(f"label {label!r} is a local skill directory, not a server")
+        await self.disconnect(label)
+        await anyio.to_thread.run_sync(self.cache.forget, label)
+
     def add_local_dir(self, source: LocalSkillDir) -> None:
         """Discover the skills under ``source`` as a local origin labelled ``source.label``."""
         check_label(source.label)
         if source.label in self._connections:
             raise ConfigError(f"label {source.label!r} is already used by a server")
+        # A cache inside or around a discovery path turns itself off before anything is kept.
+        self.cache.isolate_from(source.path)
         origin, records, declined, notes = discover(source, limits=self.limits)
         self.registry.set_origin(origin, records, declined)
         self.notes.extend(notes)
@@ -718,17 +729,19 @@ class SkillHost:
         assert entry is not None
         label = record.origin.label
         connection = self._connection(label)
+        key: CacheKey | None = None
         try:
             if entry.is_dynamic:
                 self._dynamic_spent[record.key] = 0
                 data = await self._fetch_dynamic(connection, record, entry.uri)
             else:
-                data = await self._fetch(connection, entry.uri, entry.manifest.get(entry.uri))
+                key = self._cache_key(connection, entry.uri, entry.manifest[entry.uri])
+                data = await self._fetch(connection, entry.uri, key)
             verified = verify_skill_md(entry, data, server=label, limits=self.limits)
         except (IntegrityError, FrontmatterError) as error:
             await self._after_failure(record, entry, error)
-        if verified.file.verified:
-            self.cache.put(CacheKey(label, entry.uri, verified.file.digest), verified.file.data)
+        if key is not None and verified.file.verified:
+            self.cache.put(key, verified.file.data)
         root = entry.root
         files = sorted(root.file_path(parse_uri(uri)) for uri in entry.manifest)
         block = skill_block(
@@ -813,32 +826,50 @@ class SkillHost:
             logger.info("deactivated %s:%s", key.origin, key.locator)
         self._dynamic_spent.pop(key, None)
 
-    async def _fetch(self, connection: _Connection, uri: str, item: ResourceItem | None) -> bytes:
-        """Bytes for ``uri``. For a listed file: from the cache if it has them (they are
-        verified after either way), else from the server, cut off above the listed size."""
-        if item is None:
+    @staticmethod
+    def _cache_key(connection: _Connection, skill: str, item: ResourceItem) -> CacheKey:
+        """A listed file of ``skill`` as the cache keys it: bound to the transport identity."""
+        return CacheKey(
+            origin=connection.label,
+            identity=connection.spec.identity,
+            skill=skill,
+            uri=item.uri,
+            digest=item.digest,
+            size=item.size,
+        )
+
+    async def _fetch(self, connection: _Connection, uri: str, key: CacheKey | None) -> bytes:
+        """Bytes for ``uri``. For a listed file (``key``): from the cache if it has them
+        (they are verified after either way), else from the server, cut off above the
+        listed size. The cache never stands in for a server that is not connected."""
+        if key is None:
             return await self._call(connection, lambda c: c.read_resource(uri), uri=uri)
-        cached = self.cache.get(CacheKey(connection.label, uri, item.digest))
+        if not connection.alive:
+            raise self._disconnected(connection, uri)
+        cached = self.cache.get(key)
         if cached is not None:
             return cached
         try:
             return await self._call(
-                connection, lambda c: c.read_resource(uri, max_bytes=item.size), uri=uri
+                connection, lambda c: c.read_resource(uri, max_bytes=key.size), uri=uri
             )
         except ResponseTooLarge:
             raise SizeMismatch(
-                f"the server sent more than the {item.size} bytes the listing promised",
+                f"the server sent more than the {key.size} bytes the listing promised",
                 server=connection.label,
                 uri=uri,
             ) from None
 
-    async def _verified(self, connection: _Connection, item: ResourceItem) -> VerifiedFile:
-        """A listed file, fetched (or taken from the cache) and verified against ``item``."""
+    async def _verified(
+        self, connection: _Connection, item: ResourceItem, skill: str
+    ) -> VerifiedFile:
+        """A listed file of ``skill``, fetched (or taken from the cache) and verified."""
         label = connection.label
-        data = await self._fetch(connection, item.uri, item)
+        key = self._cache_key(connection, skill, item)
+        data = await self._fetch(connection, item.uri, key)
         verified = verify_file(item, data, server=label)
         logger.debug("verified %s from %s (%d bytes)", item.uri, label, verified.size)
-        self.cache.put(CacheKey(label, item.uri, verified.digest), verified.data)
+        self.cache.put(key, verified.data)
         return verified
 
     async def _fetch_dynamic(self, connection: _Connection, record: SkillRecord, uri: str) -> bytes:
@@ -968,7 +999,8 @@ class SkillHost:
             )
             return self._emit(block)
         try:
-            verified = await self._verified(connection, manifest_item(entry, uri, server=label))
+            item = manifest_item(entry, uri, server=label)
+            verified = await self._verified(connection, item, entry.uri)
         except IntegrityError as error:
             await self._after_failure(record, entry, error)
         block = file_block(

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from skillward.cli import DEMO_TAMPERED_URI
+from skillward.server import example_skills_dir
 from tests.support.trees import build_tree, skill_md, write
 
 TIMEOUT = 60
@@ -25,6 +26,7 @@ def run(
         **os.environ,
         "HOME": str(home),
         "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
         "COLUMNS": str(columns),
         "NO_COLOR": "1",
     }
@@ -128,6 +130,43 @@ def test_read_prints_a_verified_file(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert '"self_service_limit": 250' in result.stdout
     assert 'verified="true"' in result.stdout
+
+
+@pytest.mark.threat("T32")
+def test_cache_list_shows_what_a_load_kept_and_purge_removes_it(tmp_path: Path) -> None:
+    loaded = run(
+        "load", "refunds", "--approve-once", "--no-local", "--server", EXAMPLES, home=tmp_path
+    )
+    assert loaded.returncode == 0, loaded.stderr
+    listed = run("cache", "list", "--json", home=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    data = json.loads(listed.stdout)
+    assert data["root"] == str(tmp_path / ".cache" / "skillward")
+    [examples] = data["labels"]
+    assert examples["label"] == "examples"
+    assert examples["identity"].startswith("stdio:")
+    skill_md_bytes = (example_skills_dir() / "acme/billing/refunds/SKILL.md").read_bytes()
+    assert (examples["files"], examples["bytes"]) == (1, len(skill_md_bytes))
+    assert "examples  1 files" in run("cache", "list", home=tmp_path).stdout
+    purged = run("cache", "purge", "examples", home=tmp_path)
+    assert purged.returncode == 0, purged.stderr
+    assert "removed 1 cached files" in purged.stderr
+    assert json.loads(run("cache", "list", "--json", home=tmp_path).stdout)["labels"] == []
+
+
+def test_no_cache_keeps_nothing_on_disk(tmp_path: Path) -> None:
+    result = run(
+        "load",
+        "refunds",
+        "--approve-once",
+        "--no-cache",
+        "--no-local",
+        "--server",
+        EXAMPLES,
+        home=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert not (tmp_path / ".cache").exists()
 
 
 @pytest.mark.parametrize(

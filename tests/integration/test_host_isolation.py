@@ -21,6 +21,7 @@ import anyio.lowlevel
 import pytest
 from anyio.abc import Process
 
+from skillward._diskcache import DiskCache
 from skillward.config import Limits
 from skillward.errors import (
     DeadlineExceeded,
@@ -233,3 +234,25 @@ async def test_a_host_that_is_not_open_refuses_to_connect() -> None:
     host = SkillHost()
     with pytest.raises(Exception, match="async with"):
         await host.connect(stdio_spec("s", misbehaving_argv("ok")))
+
+
+@pytest.mark.threat("T17")
+async def test_the_cache_never_stands_in_for_a_server_that_died(tmp_path: Path) -> None:
+    pid = tmp_path / "s.pid"
+    cache = DiskCache(tmp_path / "cache", discovery=())
+    async with SkillHost(approver=Approving(), cache=cache) as host:
+        with anyio.fail_after(60):
+            await host.connect(stdio_spec("s", misbehaving_argv("ok", "--pid", str(pid))))
+            await host.activate("refunds")
+            first = await host.read_resource("s", EMAIL)  # now in the cache
+        assert first.verified
+        kill(pid)
+        with anyio.fail_after(30):
+            # A death is noticed on the next request that reaches the server.
+            with pytest.raises(TransportError):
+                await host.refresh("s")
+            await host.wait_disconnected("s")
+            with pytest.raises(ServerDisconnected):
+                await host.read_resource("s", EMAIL)
+            text = await host.read_skill_tool("refunds")
+        assert 'error="ServerDisconnected"' in text

@@ -33,6 +33,12 @@ class DictCache:
     def put(self, key: CacheKey, data: bytes) -> None:
         self.entries[key] = data
 
+    def forget(self, label: str) -> None:
+        self.entries = {k: v for k, v in self.entries.items() if k.origin != label}
+
+    def isolate_from(self, directory: Path) -> None:
+        return None
+
 
 @dataclass
 class DenyingPolicy:

@@ -20,6 +20,8 @@ CONFINED = {
     "rich": {"prompts.py"},
     "yaml": {"frontmatter.py"},
     "uvicorn": {"server.py"},
+    # The disk cache's lock; the standard library, but POSIX-only and easy to misuse.
+    "fcntl": {"_diskcache.py"},
 }
 # The verifier core takes bytes and returns verified objects: no I/O of any kind.
 PURE = {
@@ -107,3 +109,18 @@ def test_only_the_command_line_imports_the_reference_server() -> None:
             )
             if imported:
                 assert path.name in {"cli.py", "server.py"}, f"{path.name} imports the server"
+
+
+def submodules_imported(path: Path) -> set[str]:
+    """The ``skillward`` submodules ``path`` imports (``skillward.x`` gives ``x``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {
+        node.module.removeprefix("skillward.")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("skillward.")
+    }
+
+
+def test_the_host_depends_on_the_cache_seam_never_on_the_disk_cache() -> None:
+    users = {path.name for path in MODULES if "_diskcache" in submodules_imported(path)}
+    assert users <= {"__init__.py", "cli.py"}, users
