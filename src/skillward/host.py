@@ -35,6 +35,7 @@ What it guarantees:
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
@@ -271,6 +272,29 @@ def _describe_change(old: SkillEntry, new: SkillEntry) -> str:
     )
 
 
+_Seam = TypeVar("_Seam")
+
+
+def _async_seam(seam: _Seam, name: str) -> _Seam:
+    """Refuse, at construction, a seam whose ``decide`` is not a coroutine function."""
+    decide = getattr(seam, "decide", None)
+    if not inspect.iscoroutinefunction(decide):
+        raise TypeError(
+            f"SkillHost({name}=...) needs an object with `async def decide(request)`; "
+            f"{type(seam).__name__}.decide is not a coroutine function"
+        )
+    return seam
+
+
+def _decision(answer: object, who: object) -> Decision:
+    """A seam's answer, which must be a Decision: anything else is a bug, not a denial."""
+    if not isinstance(answer, Decision):
+        raise TypeError(
+            f"{type(who).__name__}.decide returned {type(answer).__name__}, not a Decision"
+        )
+    return answer
+
+
 def _connection_error(error: BaseException, label: str) -> SkillwardError:
     """Why a connection ended, as a SkillwardError naming the server."""
     for leaf in leaves(error):
@@ -301,9 +325,11 @@ class SkillHost:
         sink: ContextSink | None = None,
     ) -> None:
         self.config = config or HostConfig()
-        self.approver: Approver = approver or DenyAll()
-        self.cross_origin: CrossOriginGate = cross_origin or DenyCrossOrigin()
-        self.execution: ExecutionGate = execution or DenyExecution()
+        self.approver: Approver = _async_seam(approver or DenyAll(), "approver")
+        self.cross_origin: CrossOriginGate = _async_seam(
+            cross_origin or DenyCrossOrigin(), "cross_origin"
+        )
+        self.execution: ExecutionGate = _async_seam(execution or DenyExecution(), "execution")
         self.policy: Policy = policy or NoPolicy()
         self.cache: ContentCache = cache or NoCache()
         self.registry = Registry()
@@ -706,7 +732,7 @@ class SkillHost:
         request = ActivationRequest(record, nested_in=self._enclosing(record))
         # Policy first: no approval overrides what an administrator forbids.
         self.policy.check_activation(request)
-        decision = await self.approver.decide(request)
+        decision = _decision(await self.approver.decide(request), self.approver)
         if decision is not Decision.APPROVE:
             logger.info("activation of %s:%s declined", record.origin.label, record.key.locator)
             raise ApprovalDenied(
@@ -1120,7 +1146,8 @@ class SkillHost:
         if not others:
             return
         request = CrossOriginRequest(acting=others, target=server, uri=uri)
-        if await self.cross_origin.decide(request) is not Decision.APPROVE:
+        answer = _decision(await self.cross_origin.decide(request), self.cross_origin)
+        if answer is not Decision.APPROVE:
             logger.info("cross-origin read of %s on %s refused", uri, server)
             raise CrossOriginDenied(
                 f"a read against server {server!r} while text from "
@@ -1190,7 +1217,8 @@ class SkillHost:
         if not acting:
             return
         request = ExecutionRequest(tool=tool, acting=acting, detail=detail)
-        if await self.execution.decide(request) is not Decision.APPROVE:
+        answer = _decision(await self.execution.decide(request), self.execution)
+        if answer is not Decision.APPROVE:
             labels = sorted({key.origin for key in acting})
             logger.info("execution of %s refused while acting on %s", tool, ", ".join(labels))
             raise ExecutionDenied(

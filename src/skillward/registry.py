@@ -67,6 +67,15 @@ class SkillRecord:
     #: False for a skill reached by URI alone, confirmed with ``skills/get``.
     listed: bool = True
 
+    @property
+    def qualified(self) -> str:
+        """A reference that names this skill alone, whatever else is known.
+
+        ``LABEL:URI`` for an MCP skill, ``LABEL:PATH`` for a local one. The catalog
+        shows shorter forms where they are unambiguous (:meth:`Registry.display_ref`).
+        """
+        return f"{self.origin.label}:{self.key.locator}"
+
     @classmethod
     def from_entry(cls, origin: Origin, entry: SkillEntry, *, listed: bool = True) -> SkillRecord:
         return cls(

@@ -194,3 +194,45 @@ async def test_refresh_lists_again_and_picks_up_a_changed_entry(
     assert after is not None
     assert before.manifest != after.manifest
     assert [m for m, _ in state.requests].count("skills/list") >= 2
+
+
+def test_a_sync_approver_is_refused_at_construction() -> None:
+    class SyncApprover:
+        def decide(self, request: ActivationRequest) -> Decision:
+            return Decision.APPROVE
+
+    with pytest.raises(TypeError, match="async def decide"):
+        SkillHost(approver=SyncApprover())  # type: ignore[arg-type]
+
+
+async def test_an_approver_answering_something_else_than_a_decision_is_a_type_error(
+    hostile: tuple[ServerSpec, HostileState],
+) -> None:
+    class TruthyApprover:
+        async def decide(self, request: ActivationRequest) -> bool:
+            return True
+
+    spec, state = hostile
+    with anyio.fail_after(30):
+        async with SkillHost(approver=TruthyApprover()) as host:  # type: ignore[arg-type]
+            await host.connect(spec)
+            with pytest.raises(TypeError, match="not a Decision"):
+                await host.activate("good")
+    assert [m for m, _ in state.requests if m == "resources/read"] == []
+
+
+def test_a_record_has_a_qualified_ref_that_names_it_alone() -> None:
+    from skillward.origins import Origin  # noqa: PLC0415
+    from skillward.registry import SkillRecord  # noqa: PLC0415
+    from skillward.wire import parse_entry  # noqa: PLC0415
+
+    uri = "skill://acme/refunds/SKILL.md"
+    entry = parse_entry(
+        {
+            "uri": uri,
+            "frontmatter": {"name": "refunds", "description": "d"},
+            "resources": [{"uri": uri, "digest": "sha256:" + "a" * 64, "size": 1}],
+        }
+    )
+    record = SkillRecord.from_entry(Origin("mcp", "acme"), entry)
+    assert record.qualified == "acme:skill://acme/refunds/SKILL.md"
