@@ -90,6 +90,7 @@ async def assert_healthy(host: SkillHost, label: str) -> None:
     assert block.verified
 
 
+@pytest.mark.threat("T34")
 async def test_a_killed_stdio_server_leaves_the_http_server_working(tmp_path: Path) -> None:
     async with pair(tmp_path) as p:
         kill(p.stdio_pid)
@@ -105,6 +106,7 @@ async def test_a_killed_stdio_server_leaves_the_http_server_working(tmp_path: Pa
         assert (s.label, s.state, h.label, h.state) == ("s", "disconnected", "h", "connected")
 
 
+@pytest.mark.threat("T34")
 async def test_a_stopped_http_server_leaves_the_stdio_server_working(tmp_path: Path) -> None:
     async with pair(tmp_path) as p:
         p.http.terminate()
@@ -120,6 +122,7 @@ async def test_a_stopped_http_server_leaves_the_stdio_server_working(tmp_path: P
             await assert_healthy(p.host, "s")
 
 
+@pytest.mark.threat("T34")
 async def test_an_http_connection_dropped_mid_read_leaves_the_stdio_server_working(
     tmp_path: Path,
 ) -> None:
@@ -131,6 +134,7 @@ async def test_an_http_connection_dropped_mid_read_leaves_the_stdio_server_worki
         await assert_healthy(p.host, "s")
 
 
+@pytest.mark.threat("T34")
 async def test_a_stdio_server_dying_mid_read_leaves_the_http_server_working(
     tmp_path: Path,
 ) -> None:
@@ -167,6 +171,7 @@ async def test_reconnect_brings_a_dead_server_back(tmp_path: Path) -> None:
         await assert_healthy(p.host, "s")
 
 
+@pytest.mark.threat("T34")
 async def test_leaving_the_host_after_both_servers_died_does_not_raise(tmp_path: Path) -> None:
     async with pair(tmp_path) as p:
         kill(p.stdio_pid)
@@ -184,6 +189,7 @@ QUICK = HostConfig(limits=Limits(request_timeout=4, operation_timeout=6, max_lis
 
 
 @pytest.mark.threat("T11")
+@pytest.mark.threat("T34")
 async def test_a_silent_stdio_server_fails_the_handshake_at_the_deadline() -> None:
     async with SkillHost(config=QUICK) as host:
         # The SDK's own discovery probe waits 10 s; the operation deadline is 6 s.

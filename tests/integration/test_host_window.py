@@ -119,6 +119,7 @@ async def test_an_unlisted_file_is_refused_without_asking_the_server_anything(
 @pytest.mark.threat("T8")
 @pytest.mark.threat("T13")
 @pytest.mark.threat("T16")
+@pytest.mark.threat("T33")
 async def test_a_skill_that_changed_keeps_its_gates_until_the_host_deactivates_it(
     tmp_path: Path,
 ) -> None:
@@ -182,6 +183,7 @@ async def test_a_verification_failure_ends_the_content_even_when_the_entry_is_un
 
 
 @pytest.mark.threat("T13")
+@pytest.mark.threat("T33")
 async def test_the_gates_end_only_when_the_host_deactivates(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         await w.host.activate("good")
