@@ -159,3 +159,49 @@ def test_version_is_printed(tmp_path: Path) -> None:
     result = run("--version", home=tmp_path)
     assert result.returncode == 0
     assert result.stdout.strip() == f"skillward {__version__}"
+
+
+def test_a_file_the_skill_does_not_list_is_a_usage_error_listing_its_files(
+    tmp_path: Path,
+) -> None:
+    result = run(
+        "read", "refunds", "reference/nope.md", "--no-local", "--server", EXAMPLES, home=tmp_path
+    )
+    assert result.returncode == 2, result.stderr
+    assert "tampered" not in result.stderr
+    assert "templates/email.md" in result.stderr
+    assert "policy/limits.json" in result.stderr
+
+
+def test_an_unknown_skill_uri_is_no_such_skill_not_a_server_fault(tmp_path: Path) -> None:
+    result = run(
+        "show",
+        "examples:skill://team/nope/SKILL.md",
+        "--no-local",
+        "--server",
+        EXAMPLES,
+        home=tmp_path,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "serves no skill at this URI" in result.stderr
+    assert "running" not in result.stderr
+
+
+def test_naming_a_declined_skill_says_why_it_was_declined(tmp_path: Path) -> None:
+    from tests.support.hostile import build_hostile_tree  # noqa: PLC0415
+
+    build_hostile_tree(tmp_path / "tree")
+    hostile = f"hostile={sys.executable} -m tests.support.hostile {tmp_path / 'tree'}"
+    result = run("show", "hostile:too-many", "--no-local", "--server", hostile, home=tmp_path)
+    assert result.returncode == 4, result.stderr
+    assert "513 files" in result.stderr
+
+
+def test_local_origins_are_not_called_servers(tmp_path: Path) -> None:
+    skills = tmp_path / "skills"
+    (skills / "pdf").mkdir(parents=True)
+    (skills / "pdf" / "SKILL.md").write_text("---\nname: pdf\ndescription: d\n---\nbody\n")
+    result = run("read", "pdf", "../escape.md", "--skills-dir", f"project={skills}", home=tmp_path)
+    assert result.returncode == 2
+    assert "local skills 'project'" in result.stderr
+    assert "server 'project'" not in result.stderr
