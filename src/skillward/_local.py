@@ -12,12 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from skillward._tree import TreeLimits, find_skill_dirs, read_regular_file
+from skillward._tree import TreeLimits, find_skill_dirs, read_regular_file, walk_files
 from skillward.config import Limits
 from skillward.errors import (
     ConfigError,
     InvalidEntry,
     InvalidUri,
+    SkillTooLarge,
     SkillwardError,
     UsageError,
     printable,
@@ -29,7 +30,14 @@ from skillward.servers import check_label
 from skillward.uris import SKILL_FILE
 from skillward.wire import lint_frontmatter
 
-__all__ = ["LocalSkillDir", "default_local_dirs", "discover", "read_local_file", "read_skill_md"]
+__all__ = [
+    "LocalSkillDir",
+    "default_local_dirs",
+    "discover",
+    "read_local_file",
+    "read_skill_md",
+    "skill_files",
+]
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -140,6 +148,25 @@ def discover(
     return origin, records, declined, notes
 
 
+def _local_error(
+    kind: type[SkillwardError], message: str, *, label: str | None, directory: Path
+) -> SkillwardError:
+    return kind(message, server=label, uri=str(directory), local=True)
+
+
+def skill_files(directory: Path, *, limits: Limits, label: str) -> list[str]:
+    """The files of a local skill, ``/``-separated, at most ``Limits.max_skill_files``."""
+    try:
+        paths, _ = walk_files(directory, limits=TreeLimits(max_entries=limits.max_skill_files))
+    except OverflowError:
+        message = f"the skill has more than {limits.max_skill_files} files"
+        raise _local_error(SkillTooLarge, message, label=label, directory=directory) from None
+    except OSError as exc:
+        message = f"cannot list the skill's files: {exc.strerror or exc}"
+        raise _local_error(UsageError, message, label=label, directory=directory) from None
+    return ["/".join(parts) for parts, _ in paths]
+
+
 def read_local_file(
     directory: Path, relative: str, *, limits: Limits, label: str | None = None
 ) -> tuple[str, bytes]:
@@ -152,30 +179,18 @@ def read_local_file(
         or relative.startswith("/")
         or any(part in ("..", "") for part in parts)
     ):
-        raise InvalidUri(
-            f"{relative!r} is not a path inside the skill",
-            server=label,
-            uri=str(directory),
-            local=True,
-        )
+        message = f"{relative!r} is not a path inside the skill"
+        raise _local_error(InvalidUri, message, label=label, directory=directory)
     path = directory.joinpath(*parts)
     # No component may be a symlink, so the read cannot leave the skill's folder.
     current = directory
     for part in parts[:-1]:
         current = current / part
         if current.is_symlink() or not current.is_dir():
-            raise UsageError(
-                f"{relative!r} is not a file inside the skill",
-                server=label,
-                uri=str(directory),
-                local=True,
-            )
+            message = f"{relative!r} is not a file inside the skill"
+            raise _local_error(UsageError, message, label=label, directory=directory)
     try:
         return str(path), read_regular_file(path, limits.max_skill_bytes)
     except OSError as exc:
-        raise UsageError(
-            f"cannot read {relative!r}: {exc.strerror or exc}",
-            server=label,
-            uri=str(directory),
-            local=True,
-        ) from None
+        message = f"cannot read {relative!r}: {exc.strerror or exc}"
+        raise _local_error(UsageError, message, label=label, directory=directory) from None

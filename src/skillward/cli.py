@@ -107,6 +107,12 @@ def _timeout(text: str) -> float:
 #: they land under ``sub_<dest>`` and are merged by :func:`_merge_common`.
 _LISTS = ("server", "skills_dir")
 _FLAGS = ("no_local", "no_cache", "json", "debug")
+_FLAG_HELP = {
+    "--no-local": "do not discover local skills",
+    "--no-cache": "neither read nor write the disk cache",
+    "--json": "machine-readable output (errors too, on stderr)",
+    "--debug": "show tracebacks and the SDK's log on errors",
+}
 _VALUES = ("config", "timeout")
 
 
@@ -135,40 +141,15 @@ def _common_options(parser: argparse.ArgumentParser, prefix: str) -> None:
         help="a local skills directory (repeatable); the default is ./.agents/skills "
         "as 'project' and ~/.agents/skills as 'user'",
     )
-    parser.add_argument(
-        "--no-local",
-        dest=prefix + "no_local",
-        action="store_true",
-        default=None,
-        help="do not discover local skills",
-    )
-    parser.add_argument(
-        "--no-cache",
-        dest=prefix + "no_cache",
-        action="store_true",
-        default=None,
-        help="neither read nor write the disk cache",
-    )
-    parser.add_argument(
-        "--json",
-        dest=prefix + "json",
-        action="store_true",
-        default=None,
-        help="machine-readable output (errors too, on stderr)",
-    )
+    for flag, help_text in _FLAG_HELP.items():
+        dest = prefix + flag.removeprefix("--").replace("-", "_")
+        parser.add_argument(flag, dest=dest, action="store_true", default=None, help=help_text)
     parser.add_argument(
         "--timeout",
         dest=prefix + "timeout",
         type=_timeout,
         metavar="SECONDS",
         help="deadline for each operation with a server, the handshake included (default 60)",
-    )
-    parser.add_argument(
-        "--debug",
-        dest=prefix + "debug",
-        action="store_true",
-        default=None,
-        help="show tracebacks and the SDK's log on errors",
     )
 
 

@@ -53,8 +53,8 @@ from skillward._local import (
     discover,
     read_local_file,
     read_skill_md,
+    skill_files,
 )
-from skillward._tree import TreeLimits, walk_files
 from skillward.approvals import ActivationRequest, Approver, Decision, DenyAll, entry_content
 from skillward.cache import CacheKey, ContentCache, NoCache
 from skillward.client import SkillsClient, leaves
@@ -803,31 +803,14 @@ class SkillHost:
         directory = Path(record.directory)
         label = record.origin.label
         data, document = read_skill_md(directory, limits=self.limits, label=label)
-        try:
-            paths, _ = walk_files(
-                directory, limits=TreeLimits(max_entries=self.limits.max_skill_files)
-            )
-        except OverflowError:
-            raise SkillTooLarge(
-                f"the skill has more than {self.limits.max_skill_files} files",
-                server=label,
-                uri=str(directory),
-                local=True,
-            ) from None
-        except OSError as exc:
-            raise UsageError(
-                f"cannot list the skill's files: {exc.strerror}",
-                server=label,
-                uri=str(directory),
-                local=True,
-            ) from None
+        files = skill_files(directory, limits=self.limits, label=label)
         block = skill_block(
             origin=record.origin,
             uri=str(directory / "SKILL.md"),
             digest=sha256_digest(data),
             body=document.body,
             root=str(directory) + "/",
-            files=["/".join(parts) for parts, _ in paths],
+            files=files,
             verified=False,
         )
         return Activation(record, block)

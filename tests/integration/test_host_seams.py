@@ -16,7 +16,7 @@ from skillward.errors import DigestMismatch, ExecutionDenied, PolicyDenied
 from skillward.gates import ExecutionRequest
 from skillward.host import HostConfig, SkillHost
 from skillward.servers import InMemoryTransport, ServerSpec
-from tests.support.doubles import Approving
+from tests.support.doubles import Approving, Execution
 from tests.support.hostile import HostileState, build_hostile_server, build_hostile_tree
 from tests.support.trees import skill_md, write
 
@@ -52,16 +52,6 @@ class DenyingPolicy:
     def check_activation(self, request: ActivationRequest) -> None:
         if request.record.name == self.skill:
             raise PolicyDenied(f"skill {request.record.name!r} is not allowed by policy")
-
-
-@dataclass
-class Execution:
-    answer: Decision
-    asked: list[ExecutionRequest] = field(default_factory=list)
-
-    async def decide(self, request: ExecutionRequest) -> Decision:
-        self.asked.append(request)
-        return self.answer
 
 
 @pytest.fixture

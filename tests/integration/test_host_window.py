@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from skillward.errors import (
     SkillNotActive,
     UnlistedResource,
 )
-from skillward.gates import CrossOriginRequest, ExecutionRequest
+from skillward.gates import CrossOriginRequest
 from skillward.host import HostConfig, SkillHost
 from skillward.server import (
     ServedFile,
@@ -42,23 +42,13 @@ from skillward.server import (
     example_skills_dir,
 )
 from skillward.servers import InMemoryTransport, ServerSpec
-from tests.support.doubles import Approving, CrossOrigin
+from tests.support.doubles import Approving, CrossOrigin, Execution
 from tests.support.hostile import HostileState, build_hostile_server, build_hostile_tree
 from tests.support.trees import skill_md, write
 
 pytestmark = pytest.mark.anyio
 
 EMAIL = "skill://acme/billing/refunds/templates/email.md"
-
-
-@dataclass
-class Execution:
-    answer: Decision = Decision.DENY
-    asked: list[ExecutionRequest] = field(default_factory=list)
-
-    async def decide(self, request: ExecutionRequest) -> Decision:
-        self.asked.append(request)
-        return self.answer
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from skillward.approvals import ActivationRequest, Decision
-from skillward.gates import CrossOriginRequest
+from skillward.gates import CrossOriginRequest, ExecutionRequest
 
 
 @dataclass
@@ -27,5 +27,17 @@ class CrossOrigin:
     asked: list[CrossOriginRequest] = field(default_factory=list)
 
     async def decide(self, request: CrossOriginRequest) -> Decision:
+        self.asked.append(request)
+        return self.answer
+
+
+@dataclass
+class Execution:
+    """An execution gate with a settable answer (deny unless told otherwise)."""
+
+    answer: Decision = Decision.DENY
+    asked: list[ExecutionRequest] = field(default_factory=list)
+
+    async def decide(self, request: ExecutionRequest) -> Decision:
         self.asked.append(request)
         return self.answer

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import anyio
 from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
@@ -28,11 +26,9 @@ from skillward.server import (
     ServedSkill,
     SkillCatalog,
     build_server,
-    quiet_transport_logs,
-    serve_http,
-    serve_stdio,
 )
 from skillward.verify import sha256_digest
+from tests.support.servers import run_server_process
 from tests.support.trees import skill_md, write
 
 FORGED_BODY = (
@@ -184,18 +180,7 @@ def main() -> None:
     parser.add_argument("--log", type=Path)
     args = parser.parse_args()
     server, _ = build_hostile_server(args.directory, name=args.name, log=args.log)
-    if not args.http:
-        anyio.run(serve_stdio, server)
-        return
-    quiet_transport_logs()
-    host, _, port = args.http.rpartition(":")
-
-    async def run() -> None:
-        async with serve_http(server, host=host, port=int(port)) as url:
-            print(f"hostile: serving at {url}", file=sys.stderr, flush=True)
-            await anyio.sleep_forever()
-
-    anyio.run(run)
+    run_server_process(server, args.http, "hostile")
 
 
 if __name__ == "__main__":

@@ -36,10 +36,8 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from skillward.server import (
     SkillCatalog,
     build_server,
-    quiet_transport_logs,
-    serve_http,
-    serve_stdio,
 )
+from tests.support.servers import run_server_process
 
 MODES = ("ok", "plain", "silent", "stall-list", "stall-read", "endless", "nested", "die-on-read")
 
@@ -113,18 +111,7 @@ def main() -> None:
         _raw_nested_stdio(100_000)
         return
     server = build_misbehaving_server(args.directory, args.mode)
-    if not args.http:
-        anyio.run(serve_stdio, server)
-        return
-    quiet_transport_logs()
-    host, _, port = args.http.rpartition(":")
-
-    async def run() -> None:
-        async with serve_http(server, host=host, port=int(port)) as url:
-            print(f"misbehaving: serving at {url}", file=sys.stderr, flush=True)
-            await anyio.sleep_forever()
-
-    anyio.run(run)
+    run_server_process(server, args.http, "misbehaving")
 
 
 if __name__ == "__main__":

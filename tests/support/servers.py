@@ -8,11 +8,12 @@ import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 from anyio.abc import Process
 
-from skillward.server import build_skills_server
+from skillward.server import build_skills_server, quiet_transport_logs, serve_http, serve_stdio
 from skillward.servers import (
     HttpTransport,
     InMemoryTransport,
@@ -91,3 +92,20 @@ async def serve_tree(
             yield ServerSpec(label=label, transport=HttpTransport(url=url), mode=mode)
     else:
         raise ValueError(transport)
+
+
+def run_server_process(server: Any, http: str | None, name: str) -> None:
+    """Serve ``server`` over stdio, or over HTTP at ``HOST:PORT`` announcing its URL on stderr
+    (what :func:`http_server` waits for). The ``main`` of the test servers."""
+    if not http:
+        anyio.run(serve_stdio, server)
+        return
+    quiet_transport_logs()
+    host, _, port = http.rpartition(":")
+
+    async def run() -> None:
+        async with serve_http(server, host=host, port=int(port)) as url:
+            print(f"{name}: serving at {url}", file=sys.stderr, flush=True)
+            await anyio.sleep_forever()
+
+    anyio.run(run)
