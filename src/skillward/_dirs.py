@@ -6,7 +6,7 @@ from pathlib import Path
 
 import platformdirs
 
-__all__ = ["default_servers_file", "user_config_dir"]
+__all__ = ["approvals_file", "default_servers_file", "user_config_dir", "user_data_dir"]
 
 _APP = "skillward"
 
@@ -19,3 +19,13 @@ def user_config_dir() -> Path:
 def default_servers_file() -> Path:
     """The ``mcpServers`` JSON file the command line reads when ``--config`` is not given."""
     return user_config_dir() / "servers.json"
+
+
+def user_data_dir() -> Path:
+    """Where skillward keeps a person's state (``~/.local/share/skillward`` on Linux)."""
+    return platformdirs.user_data_path(_APP, appauthor=False)
+
+
+def approvals_file() -> Path:
+    """The approval store: one file, authenticated with a key from the OS keyring."""
+    return user_data_dir() / "approvals.json"

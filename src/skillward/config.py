@@ -54,6 +54,10 @@ class Limits:
     operation_timeout: float = 60.0
     #: Deadline, in seconds, for any single request (the handshake included).
     request_timeout: float = 30.0
+    #: Bytes of the approval store read at most (about 100,000 typical approvals).
+    max_store_bytes: int = 64 * 1024 * 1024
+    #: Seconds to wait for another process to finish writing the approval store.
+    store_lock_timeout: float = 30.0
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):

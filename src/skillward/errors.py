@@ -40,8 +40,10 @@ __all__ = [
     "InvalidResponse",
     "InvalidUri",
     "ListingRunaway",
+    "NoTerminal",
     "OriginError",
     "PolicyDenied",
+    "RememberUnavailable",
     "ResponseTooLarge",
     "ServerRejected",
     "SizeMismatch",
@@ -301,6 +303,22 @@ class ApprovalDenied(ApprovalRequired):
     """The person asked declined, or no one could be asked."""
 
     default_hint = "The approval was declined. Nothing was loaded."
+
+
+class NoTerminal(ApprovalRequired):
+    """An approval was needed and there is no terminal to ask a person at."""
+
+    # The message already says what to do; a second line would only repeat it.
+    default_hint = ""
+
+
+class RememberUnavailable(ApprovalRequired):
+    """An approval cannot be remembered here (no usable keyring, or the store is busy)."""
+
+    default_hint = (
+        "Remembered approvals need an unlocked OS keyring (Secret Service, macOS Keychain or "
+        "Windows Credential Manager). Approve for this session instead, or set up a keyring."
+    )
 
 
 # --- local state -------------------------------------------------------------------
