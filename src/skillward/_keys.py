@@ -34,7 +34,7 @@ KEY_BYTES = 32
 
 def _describe(backend: KeyringBackend) -> str:
     name = getattr(backend, "name", None) or type(backend).__qualname__
-    return f"the {name} keyring"
+    return f"the keyring backend {name!r}"
 
 
 class OsKeyring:
@@ -81,7 +81,7 @@ class OsKeyring:
             priority = 0.0
         if priority < 1:
             return (
-                f"{self.description} is not a recommended keyring (priority {priority:g}), "
+                f"{self.description} is not a recommended one (priority {priority:g} < 1), "
                 "so approvals cannot be remembered"
             )
         probe = secrets.token_hex(8)
