@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import anyio
-import anyio.lowlevel
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict
 
@@ -512,6 +511,9 @@ class ApprovalBook:
         self._revoked: dict[SkillKey, str] = {}
         self._waiting: list[_Waiting] = []
         self._prompting: anyio.Lock | None = None
+        # Decisions still looking at what is recorded; a prompt waits for them to join it.
+        self._deciding = 0
+        self._settled: anyio.Event | None = None
 
     # --- Approver -----------------------------------------------------------------------
 
@@ -522,17 +524,23 @@ class ApprovalBook:
         """Decide several activations, asking about every unapproved one in one prompt."""
         decisions: list[Decision | None] = [None] * len(requests)
         asked: list[tuple[int, Question]] = []
-        for index, request in enumerate(requests):
-            verdict = await self.verdict(request)
-            if isinstance(verdict, Approved):
-                decisions[index] = Decision.APPROVE
-                continue
-            change = None
-            if isinstance(verdict, Changed):
-                change = verdict.change
-                if verdict.record.revoked is None:
-                    await self.revoke(request.key, reason=change.summary())
-            asked.append((index, await self.question(request, change)))
+        self._deciding += 1
+        try:
+            for index, request in enumerate(requests):
+                verdict = await self.verdict(request)
+                if isinstance(verdict, Approved):
+                    decisions[index] = Decision.APPROVE
+                    continue
+                change = None
+                if isinstance(verdict, Changed):
+                    change = verdict.change
+                    if verdict.record.revoked is None:
+                        await self.revoke(request.key, reason=change.summary())
+                asked.append((index, await self.question(request, change)))
+        finally:
+            self._deciding -= 1
+            if self._deciding == 0 and self._settled is not None:
+                self._settled.set()
         answers = await self._ask([question for _, question in asked])
         for (index, question), answer in zip(asked, answers, strict=True):
             decisions[index] = answer.decision
@@ -685,8 +693,10 @@ class ApprovalBook:
         async with self._prompting:
             if waiting.answers is not None:
                 return waiting.answers
-            # Let requests that arrived together join this prompt.
-            await anyio.lowlevel.checkpoint()
+            # Requests that arrived together join this prompt.
+            while self._deciding > 0:
+                self._settled = anyio.Event()
+                await self._settled.wait()
             batch, self._waiting = self._waiting, []
             flat = [q for w in batch for q in w.questions]
             try:
