@@ -31,6 +31,7 @@ import hmac
 import json
 import logging
 import os
+import re
 import secrets
 import tempfile
 import threading
@@ -38,10 +39,9 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Protocol
 
 import filelock
-from pydantic import BaseModel, ConfigDict, ValidationError
 
 from skillward._dirs import approvals_file
 from skillward._keys import OsKeyring
@@ -57,6 +57,8 @@ logger = logging.getLogger("skillward")
 FORMAT = "skillward-approvals"
 _MAC_DOMAIN = FORMAT.encode() + b"/1\n"
 _MAC_HEX = 64
+# Writes take milliseconds: a waiting process looks again soon (filelock's default is 50 ms).
+_LOCK_POLL = 0.005
 
 
 class KeyProvider(Protocol):
@@ -81,23 +83,72 @@ class KeyProvider(Protocol):
     def set_generation(self, value: int) -> None: ...
 
 
-class _Payload(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
-
-    format: Literal["skillward-approvals"]
-    version: Literal[1]
-    generation: int
-    records: tuple[ApprovalRecord, ...]
-
-
 Signature = tuple[int, int, int, int, int]
+#: Each record's line as stored, by key; parsed into an ApprovalRecord only when asked for.
+Lines = dict[tuple[str, str], bytes]
+
+_DECODER = json.JSONDecoder()
+_FOOTER = b"]}"
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Loaded:
     signature: Signature | None
     generation: int
-    records: dict[SkillKey, ApprovalRecord] = field(default_factory=dict)
+    lines: Lines = field(default_factory=dict)
+    parsed: dict[tuple[str, str], ApprovalRecord | None] = field(default_factory=dict)
+
+    def record(self, key: tuple[str, str]) -> ApprovalRecord | None:
+        if key not in self.parsed:
+            line = self.lines.get(key)
+            self.parsed[key] = None if line is None else _record(key, line)
+        return self.parsed[key]
+
+
+def _record(key: tuple[str, str], line: bytes) -> ApprovalRecord | None:
+    """A stored record; None (it grants nothing) if this version cannot read it."""
+    try:
+        _, _, fields = json.loads(line)
+        # Authenticated data written by skillward: lax mode reads JSON arrays as tuples.
+        record = ApprovalRecord.model_validate(fields, strict=False)
+    except (ValueError, TypeError):
+        logger.warning("an approval record could not be read; it grants nothing")
+        return None
+    if (
+        (record.label, record.uri) != key
+        or record.files is None
+        or record.scope is not Scope.REMEMBER
+    ):
+        return None
+    return record
+
+
+def _line(record: dict[str, Any]) -> bytes:
+    """One record as its line: ``[label, uri, {fields}]``, canonical JSON, ASCII only."""
+    value = [record["label"], record["uri"], record]
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+# The start of a record line: two JSON strings with no escapes (labels and canonical URIs
+# never need any); anything else is decoded the slow way.
+_KEY = re.compile(rb'\["([^"\\]*)","([^"\\]*)",')
+
+
+def _key_of(line: bytes) -> tuple[str, str]:
+    """The key at the start of a record line, without parsing the rest of it."""
+    match = _KEY.match(line)
+    if match is not None:
+        return match.group(1).decode("ascii"), match.group(2).decode("ascii")
+    text = line.decode("ascii")
+    if not text.startswith("["):
+        raise ValueError(text[:20])
+    label, end = _DECODER.raw_decode(text, 1)
+    if text[end] != ",":
+        raise ValueError(text[:20])
+    uri, end = _DECODER.raw_decode(text, end + 1)
+    if not isinstance(label, str) or not isinstance(uri, str) or text[end] != ",":
+        raise ValueError(text[:20])
+    return label, uri
 
 
 class _Untrusted(Exception):  # internal signal; never escapes this module
@@ -109,18 +160,44 @@ def _signature(stat: os.stat_result) -> Signature:
     return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
 
 
-def encode(records: list[ApprovalRecord], generation: int, key: bytes) -> bytes:
-    """The store file's bytes: the code line, then the canonical payload."""
-    payload = {
-        "format": FORMAT,
-        "version": 1,
-        "generation": generation,
-        "records": [
-            r.model_dump(mode="json") for r in sorted(records, key=lambda r: (r.label, r.uri))
-        ],
-    }
-    body = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
-    body += b"\n"
+def _header(generation: int) -> bytes:
+    head = {"format": FORMAT, "generation": generation, "version": 1}
+    return json.dumps(head, sort_keys=True, separators=(",", ":")).encode()[:-1] + b',"records":['
+
+
+def _index(body: bytes) -> tuple[int, Lines]:
+    """The generation and each record's line by key; ValueError unless ``body`` has the
+    store's layout (which is also one JSON document)."""
+    lines = body.split(b"\n")
+    if len(lines) < 3 or lines[-1] != b"" or lines[-2] != _FOOTER:
+        raise ValueError("layout")
+    head = json.loads(lines[0] + _FOOTER)
+    generation = head.get("generation") if isinstance(head, dict) else None
+    if type(generation) is not int or lines[0] != _header(generation):
+        raise ValueError("header")
+    records = lines[1:-2]
+    found: Lines = {}
+    for number, separated in enumerate(records, 1):
+        line = separated
+        if number < len(records):
+            if not separated.endswith(b","):
+                raise ValueError("separator")
+            line = separated[:-1]
+        key = _key_of(line)
+        if key in found:
+            raise ValueError("duplicate")
+        found[key] = line
+    return generation, found
+
+
+def encode(lines: Lines, generation: int, key: bytes) -> bytes:
+    """The store file: the code line, then the payload, one record per line, sorted by key.
+
+    The payload is one JSON document; keeping each record on its own line lets a writer
+    change one record without decoding and encoding all the others.
+    """
+    records = b",\n".join(lines[k] for k in sorted(lines))
+    body = _header(generation) + b"\n" + records + (b"\n" if records else b"") + _FOOTER + b"\n"
     return _mac(key, body) + b"\n" + body
 
 
@@ -165,10 +242,12 @@ class FileApprovalStore:
         return self.keys.unavailable()
 
     def get(self, key: SkillKey) -> ApprovalRecord | None:
-        return self._current().records.get(key)
+        return self._current().record((key.origin, key.locator))
 
     def records(self) -> list[ApprovalRecord]:
-        return sorted(self._current().records.values(), key=lambda r: (r.label, r.uri))
+        loaded = self._current()
+        found = (loaded.record(key) for key in sorted(loaded.lines))
+        return [record for record in found if record is not None]
 
     def put(self, record: ApprovalRecord) -> None:
         if record.files is None or record.scope is not Scope.REMEMBER:
@@ -178,8 +257,8 @@ class FileApprovalStore:
                 uri=record.uri,
             )
 
-        def change(records: dict[SkillKey, ApprovalRecord]) -> bool:
-            records[record.key] = record
+        def change(lines: Lines) -> bool:
+            lines[record.label, record.uri] = _line(record.model_dump(mode="json"))
             return True
 
         self._update(change)
@@ -187,13 +266,16 @@ class FileApprovalStore:
     def revoke(self, key: SkillKey, *, reason: str) -> bool:
         found = False
 
-        def change(records: dict[SkillKey, ApprovalRecord]) -> bool:
+        def change(lines: Lines) -> bool:
             nonlocal found
-            held = records.get(key)
-            if held is None or held.revoked is not None:
+            line = lines.get((key.origin, key.locator))
+            if line is None:
+                return False
+            _, _, fields = json.loads(line)
+            if fields.get("revoked") is not None:
                 return False
             found = True
-            records[key] = held.model_copy(update={"revoked": reason})
+            lines[key.origin, key.locator] = _line({**fields, "revoked": reason})
             return True
 
         if self.unavailable() is not None:
@@ -204,8 +286,8 @@ class FileApprovalStore:
     def reset(self) -> None:
         """Forget every approval and use a new key from now on."""
 
-        def forget(records: dict[SkillKey, ApprovalRecord]) -> bool:
-            records.clear()
+        def forget(lines: Lines) -> bool:
+            lines.clear()
             return True
 
         self._update(forget, rotate=True)
@@ -295,7 +377,7 @@ class FileApprovalStore:
             self.keys.set_generation(generation)
         return _Loaded(signature, generation, records)
 
-    def _parse(self, data: bytes) -> tuple[int, dict[SkillKey, ApprovalRecord]]:
+    def _parse(self, data: bytes) -> tuple[int, Lines]:
         if not data:
             raise _Untrusted("is empty")
         head, newline, body = data.partition(b"\n")
@@ -307,15 +389,9 @@ class FileApprovalStore:
                 "or the key in the keyring is missing or changed"
             )
         try:
-            payload = _Payload.model_validate_json(body)
-        except ValidationError:
+            return _index(body)
+        except (ValueError, UnicodeDecodeError, IndexError):
             raise _Untrusted("is authentic but cannot be read by this version") from None
-        records: dict[SkillKey, ApprovalRecord] = {}
-        for record in payload.records:
-            if record.key in records or record.files is None:
-                raise _Untrusted("holds a record twice, or a record that cannot be remembered")
-            records[record.key] = record
-        return payload.generation, records
 
     def _authentic(self, head: bytes, body: bytes) -> bool:
         key = self.keys.key(create=False)
@@ -360,23 +436,21 @@ class FileApprovalStore:
                 f"{self.limits.store_lock_timeout:g} s"
             ) from None
 
-    def _update(
-        self, change: Callable[[dict[SkillKey, ApprovalRecord]], bool], *, rotate: bool = False
-    ) -> None:
+    def _update(self, change: Callable[[Lines], bool], *, rotate: bool = False) -> None:
         why = self.unavailable()
         if why is not None:
             raise RememberUnavailable(why)
         with self._mutex, self._lock():
             self._sweep()
             loaded = self._load(quarantine=True)
-            records = dict(loaded.records)
-            if not change(records) and not rotate:
+            lines = dict(loaded.lines)
+            if not change(lines) and not rotate:
                 return
             key = self.keys.rotate() if rotate else self.keys.key(create=True)
             assert key is not None
             generation = max(loaded.generation, self.keys.generation()) + 1
             try:
-                self._write(encode(list(records.values()), generation, key))
+                self._write(encode(lines, generation, key))
             except OSError as exc:
                 raise RememberUnavailable(
                     f"cannot write the approval store {self.path}: {exc.strerror}"
