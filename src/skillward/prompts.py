@@ -11,13 +11,12 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TextIO
 
 import anyio.to_thread
 from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.panel import Panel
-from rich.prompt import Prompt
 from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
@@ -336,18 +335,19 @@ class TerminalApprover:
     # --- asking -----------------------------------------------------------------------
 
     def _read(self, choices: list[str]) -> str:
+        """One of ``choices``. Enter and end of input mean deny; anything not offered is
+        asked again."""
         offered = ", ".join(_CHOICE_TEXT[c] for c in choices)
-        answer: Any = Prompt.ask(
-            f"{offered}? [dim](d)[/dim]",
-            choices=choices,
-            default="d",
-            case_sensitive=False,
-            show_choices=False,
-            show_default=False,
-            console=self.console,
-            stream=self.stdin,
-        )
-        return str(answer).lower()
+        while True:
+            self.console.print(f"{offered}? [dim](d)[/dim]: ", end="", soft_wrap=False)
+            line = self.stdin.readline()
+            if not line:
+                self.console.print()
+                return "d"
+            answer = line.strip().lower()[:1] or "d"
+            if answer in choices:
+                return answer
+            self.console.print(f"Please answer one of: {', '.join(choices)}.")
 
     async def _view(self, request: ActivationRequest) -> None:
         assert request.viewer is not None

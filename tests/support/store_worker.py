@@ -30,7 +30,9 @@ def store(directory: Path) -> FileApprovalStore:
 
 
 def remember(target: FileApprovalStore, label: str, index: int) -> None:
-    entry = make_entry({"notes.md": f"{label} {index}\n".encode()}, root=f"skill://{label}/s{index}")
+    entry = make_entry(
+        {"notes.md": f"{label} {index}\n".encode()}, root=f"skill://{label}/s{index}"
+    )
     target.put(
         record_for(
             entry, label=label, identity="http:x", scope=Scope.REMEMBER, granted_at=float(index)
