@@ -11,14 +11,13 @@ Run: .venv/bin/python bench/bench_approvals.py
 
 from __future__ import annotations
 
+import json
 import secrets
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-
-import json
 
 from _timing import best_of, report
 from skillward._store import FileApprovalStore, encode
@@ -65,11 +64,7 @@ def entry(index: int) -> SkillEntry:
             "frontmatter": {"name": f"skill-{index}", "description": "A skill"},
             "resources": [
                 {"uri": uri, "digest": "sha256:" + f"{index:064x}", "size": 100},
-                {
-                    "uri": uri.replace("SKILL.md", "notes.md"),
-                    "digest": "sha256:" + "b" * 64,
-                    "size": 7,
-                },
+                {"uri": notes, "digest": "sha256:" + "b" * 64, "size": 7},
             ],
         }
     )
