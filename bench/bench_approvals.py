@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _timing import best_of, report
-from skillward._store import FileApprovalStore, encode
+from skillward._store import FileApprovalStore, encode, record_line
 from skillward.approvals import Approved, Scope, assess, record_for
 from skillward.origins import SkillKey
 from skillward.wire import SkillEntry, parse_entry
@@ -78,12 +78,7 @@ def build(directory: Path, count: int, keys: Keys) -> tuple[Path, list[SkillEntr
         record = record_for(
             item, label="acme", identity=IDENTITY, scope=Scope.REMEMBER, granted_at=1.0
         )
-        lines["acme", item.uri] = json.dumps(
-            [record.label, record.uri, record.model_dump(mode="json")],
-            sort_keys=True,
-            separators=(",", ":"),
-            ensure_ascii=True,
-        ).encode()
+        lines["acme", item.uri] = record_line(record)
     path.write_bytes(encode(lines, keys.counter, keys.secret))
     return path, entries
 

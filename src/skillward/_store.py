@@ -50,7 +50,7 @@ from skillward.config import Limits
 from skillward.errors import RememberUnavailable, StoreTampered
 from skillward.origins import SkillKey
 
-__all__ = ["FORMAT", "FileApprovalStore", "KeyProvider"]
+__all__ = ["FORMAT", "FileApprovalStore", "KeyProvider", "encode", "record_line"]
 
 logger = logging.getLogger("skillward")
 
@@ -132,6 +132,11 @@ def _line(record: dict[str, Any]) -> bytes:
 # The start of a record line: two JSON strings with no escapes (labels and canonical URIs
 # never need any); anything else is decoded the slow way.
 _KEY = re.compile(rb'\["([^"\\]*)","([^"\\]*)",')
+
+
+def record_line(record: ApprovalRecord) -> bytes:
+    """The line that stores ``record``."""
+    return _line(record.model_dump(mode="json"))
 
 
 def _key_of(line: bytes) -> tuple[str, str]:
@@ -258,7 +263,7 @@ class FileApprovalStore:
             )
 
         def change(lines: Lines) -> bool:
-            lines[record.label, record.uri] = _line(record.model_dump(mode="json"))
+            lines[record.label, record.uri] = record_line(record)
             return True
 
         self._update(change)
@@ -425,15 +430,25 @@ class FileApprovalStore:
 
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        lock = filelock.FileLock(self.lock_path, timeout=self.limits.store_lock_timeout, mode=0o600)
+        lock = filelock.FileLock(
+            self.lock_path,
+            timeout=self.limits.store_lock_timeout,
+            mode=0o600,
+            poll_interval=_LOCK_POLL,
+        )
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             with lock:
                 yield
         except filelock.Timeout:
             raise RememberUnavailable(
                 f"another skillward process has held {self.lock_path} for more than "
                 f"{self.limits.store_lock_timeout:g} s"
+            ) from None
+        except OSError as exc:
+            # A symlink planted at the lock path fails here (O_NOFOLLOW): never followed.
+            raise RememberUnavailable(
+                f"cannot lock the approval store at {self.lock_path}: {exc.strerror}"
             ) from None
 
     def _update(self, change: Callable[[Lines], bool], *, rotate: bool = False) -> None:

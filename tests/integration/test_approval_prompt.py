@@ -82,6 +82,7 @@ def load(skills: Path, home: Path, columns: int) -> pexpect.spawn[str]:
 
 
 @pytest.mark.threat("T23")
+@pytest.mark.threat("T26")
 @pytest.mark.parametrize("columns", [60, 80, 200])
 def test_a_long_description_is_shown_whole_and_wrapped_at_any_width(
     skills: Path, tmp_path: Path, columns: int
@@ -119,6 +120,7 @@ def test_once_or_session_loads_the_skill(skills: Path, tmp_path: Path, choice: s
     assert "<skillward:skill" in output
 
 
+@pytest.mark.threat("T26")
 def test_view_shows_the_verified_skill_md_to_the_person_then_asks_again(
     skills: Path, tmp_path: Path
 ) -> None:

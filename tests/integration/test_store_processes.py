@@ -11,7 +11,7 @@ import pytest
 from skillward.origins import SkillKey
 from tests.support.store_worker import store
 
-pytestmark = pytest.mark.threat("T18")
+pytestmark = [pytest.mark.threat("T18"), pytest.mark.threat("T27")]
 
 WORKER = [sys.executable, "-m", "tests.support.store_worker"]
 REPO = Path(__file__).resolve().parents[2]

@@ -79,6 +79,7 @@ FIELDS: dict[str, Any] = {
 }
 
 
+@pytest.mark.threat("T26")
 def test_the_prompt_says_what_the_skill_asks_for_and_where_it_is_from() -> None:
     term, _, _ = terminal()
     approver = TerminalApprover(term, stdin=FakeTty())

@@ -147,6 +147,7 @@ def test_an_unusable_keyring_grants_nothing_refuses_writes_and_leaves_the_file(
     assert fresh(path, keys).get(ONE.key) == ONE
 
 
+@pytest.mark.threat("T27")
 def test_a_write_whose_counter_update_was_lost_is_accepted_and_repaired(
     path: Path, keys: MemoryKeys
 ) -> None:
@@ -164,6 +165,7 @@ def test_a_store_ahead_of_the_keyring_counter_is_untrusted(path: Path, keys: Mem
     assert len(aside(path)) == 1
 
 
+@pytest.mark.threat("T28")
 def test_a_symlink_in_place_of_the_store_is_refused_and_its_target_untouched(
     path: Path, keys: MemoryKeys, tmp_path: Path
 ) -> None:
@@ -201,6 +203,21 @@ def test_another_process_s_write_is_seen_without_a_restart(path: Path, keys: Mem
     theirs.reset()
     assert mine.get(ONE.key) is None
     assert mine.problems == []  # a reset by another process is not tampering
+
+
+@pytest.mark.threat("T28")
+def test_a_symlink_at_the_lock_path_is_never_followed_and_refuses_instead_of_crashing(
+    path: Path, keys: MemoryKeys, tmp_path: Path
+) -> None:
+    target = tmp_path / "precious"
+    target.write_bytes(b"keep me")
+    path.parent.mkdir(parents=True)
+    store = fresh(path, keys)
+    store.lock_path.symlink_to(target)
+    with pytest.raises(RememberUnavailable, match="cannot lock"):
+        store.put(ONE)
+    assert target.read_bytes() == b"keep me"
+    assert store.get(ONE.key) is None
 
 
 def test_temp_files_of_writers_that_died_are_swept_under_the_lock(
