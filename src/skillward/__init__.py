@@ -18,7 +18,22 @@ names start with an underscore are internal.
 """
 
 from skillward._local import LocalSkillDir, default_local_dirs
-from skillward.approvals import ActivationRequest, ApproveOnce, Approver, Decision, DenyAll
+from skillward._store import FileApprovalStore
+from skillward.approvals import (
+    ActivationRequest,
+    Answer,
+    ApprovalBook,
+    ApprovalRecord,
+    ApprovalStorage,
+    ApproveOnce,
+    Approver,
+    Decision,
+    DenyAll,
+    Prompter,
+    Question,
+    Scope,
+    assess,
+)
 from skillward.config import Limits
 from skillward.context import CatalogItem, ContextBlock
 from skillward.errors import (
@@ -26,8 +41,10 @@ from skillward.errors import (
     ApprovalDenied,
     ApprovalRequired,
     IntegrityError,
+    NoTerminal,
     OriginError,
     PolicyDenied,
+    RememberUnavailable,
     SkillChanged,
     SkillwardError,
     StoreTampered,
@@ -55,8 +72,12 @@ __all__ = [
     "Activation",
     "ActivationRequest",
     "AmbiguousName",
+    "Answer",
+    "ApprovalBook",
     "ApprovalDenied",
+    "ApprovalRecord",
     "ApprovalRequired",
+    "ApprovalStorage",
     "ApproveOnce",
     "Approver",
     "CatalogItem",
@@ -67,16 +88,22 @@ __all__ = [
     "Decision",
     "DenyAll",
     "DenyCrossOrigin",
+    "FileApprovalStore",
     "HostConfig",
     "HttpTransport",
     "InMemoryTransport",
     "IntegrityError",
     "Limits",
     "LocalSkillDir",
+    "NoTerminal",
     "Origin",
     "OriginError",
     "PolicyDenied",
+    "Prompter",
+    "Question",
+    "RememberUnavailable",
     "ResourceUri",
+    "Scope",
     "ServerSpec",
     "SkillChanged",
     "SkillDocument",
@@ -91,6 +118,7 @@ __all__ = [
     "StoreTampered",
     "TransportError",
     "UsageError",
+    "assess",
     "check_frontmatter",
     "default_local_dirs",
     "load_mcp_servers",
