@@ -21,7 +21,6 @@ import threading
 from typing import Any
 
 import keyring
-import keyring.errors
 from keyring.backend import KeyringBackend
 
 from skillward.errors import RememberUnavailable
@@ -104,14 +103,14 @@ class OsKeyring:
         self._require()
         try:
             return self.backend.get_password(SERVICE, self._account(what))
-        except keyring.errors.KeyringError as exc:
+        except Exception as exc:  # D-Bus and backend errors are not all KeyringErrors
             raise RememberUnavailable(f"{self.description} failed: {exc}") from None
 
     def _set(self, what: str, value: str) -> None:
         self._require()
         try:
             self.backend.set_password(SERVICE, self._account(what), value)
-        except keyring.errors.KeyringError as exc:
+        except Exception as exc:  # D-Bus and backend errors are not all KeyringErrors
             raise RememberUnavailable(f"{self.description} failed: {exc}") from None
 
     def key(self, *, create: bool, fresh: bool = False) -> bytes | None:

@@ -317,11 +317,12 @@ class FileApprovalStore:
                 return cached
             try:
                 loaded = self._load()
-            except _Untrusted:
+            except (_Untrusted, _Interrupted):
+                # Untrusted: move it aside; interrupted: a writer's counter update is
+                # missing, so repair it. Both under the lock, after reading again.
                 loaded = self._locked(lambda: self._load(quarantine=True))
-            except _Interrupted:
-                # A writer's counter update is missing: repair it under the lock.
-                loaded = self._locked(lambda: self._load(quarantine=True))
+            except RememberUnavailable:
+                return _Loaded(None, 0)  # the keyring failed: trust nothing, for now
             self._cache = loaded
             return loaded
 

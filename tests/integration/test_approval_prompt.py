@@ -25,11 +25,7 @@ STYLE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 def environment(home: Path) -> dict[str, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in {"COLUMNS", "LINES"}
-    }
+    env = {key: value for key, value in os.environ.items() if key not in {"COLUMNS", "LINES"}}
     env.update(
         HOME=str(home),
         XDG_CONFIG_HOME=str(home / ".config"),

@@ -95,13 +95,19 @@ async def test_a_remembered_approval_is_honoured_by_a_new_host_for_the_same_serv
     assert change.server is not None
 
 
-async def test_the_approver_is_told_how_the_server_is_reached(world: World) -> None:
-    prompter = Scripted()
+async def denied(world: World, prompter: Scripted | Viewing) -> None:
+    """Ask about "good" through a new host, which must refuse it."""
     with anyio.fail_after(30):
         async with world.host(prompter) as host:
             await host.connect(world.spec)
             with pytest.raises(ApprovalDenied):
                 await host.activate("good")
+            assert host.active() == []
+
+
+async def test_the_approver_is_told_how_the_server_is_reached(world: World) -> None:
+    prompter = Scripted()
+    await denied(world, prompter)
     assert prompter.questions[0].request.identity == world.spec.identity
 
 
@@ -123,12 +129,7 @@ async def test_viewing_skill_md_shows_verified_bytes_and_hands_nothing_to_the_mo
     world: World,
 ) -> None:
     viewing = Viewing()
-    with anyio.fail_after(30):
-        async with world.host(viewing) as host:
-            await host.connect(world.spec)
-            with pytest.raises(ApprovalDenied):
-                await host.activate("good")
-            assert host.active() == []
+    await denied(world, viewing)
     assert viewing.seen[0].startswith("---\nname: good\n")
     assert world.blocks == []  # nothing reached the sink, so nothing reached a model
     reads = [uri for method, uri in world.state.requests if method == "resources/read"]

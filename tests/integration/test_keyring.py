@@ -106,20 +106,6 @@ def test_an_older_copy_is_caught_by_the_counter_in_the_secret_service(
     assert "older copy" in reader.problems[0].message
 
 
-def test_the_fail_backend_means_remember_is_unavailable_naming_the_keyring(
-    tmp_path: Path,
-) -> None:
-    keys = OsKeyring("x", backend=FAIL())
-    why = keys.unavailable()
-    assert why is not None
-    assert "fail Keyring" in why
-    store = FileApprovalStore(tmp_path / "approvals.json", keys=keys)
-    assert store.get(record().key) is None
-    with pytest.raises(RememberUnavailable, match="fail Keyring"):
-        store.put(record())
-    assert not (tmp_path / "approvals.json").exists()
-
-
 @pytest.mark.anyio
 async def test_with_no_keyring_a_host_still_approves_for_the_session_and_says_why_once(
     tmp_path: Path,
@@ -173,11 +159,47 @@ def test_a_plaintext_backend_is_refused_as_not_recommended() -> None:
     assert backend.items == {}  # nothing was written to it
 
 
-def test_a_locked_keyring_is_unavailable_and_never_crashes_the_host(tmp_path: Path) -> None:
-    keys = OsKeyring("x", backend=Locked())
+class Failing(Plaintext):
+    """Recommended and working at first; then the bus goes away mid-session."""
+
+    priority = 5
+    broken = False
+
+    def get_password(self, service: str, username: str) -> str | None:
+        if self.broken:
+            raise RuntimeError("org.freedesktop.DBus.Error.NoReply")
+        return super().get_password(service, username)
+
+
+def test_a_keyring_that_fails_after_the_check_grants_nothing_and_raises_nothing(
+    tmp_path: Path,
+) -> None:
+    backend = Failing()
+    store = FileApprovalStore(tmp_path / "approvals.json", keys=OsKeyring("x", backend=backend))
+    store.put(record())
+    backend.broken = True
+    reader = FileApprovalStore(tmp_path / "approvals.json", keys=OsKeyring("x", backend=backend))
+    assert reader.get(record().key) is None
+    assert (tmp_path / "approvals.json").exists()  # not moved aside: it may be fine
+    with pytest.raises(RememberUnavailable, match="NoReply"):
+        reader.put(record())
+
+
+@pytest.mark.parametrize(
+    ("backend", "named"),
+    [(FAIL, "fail Keyring"), (Locked, "KeyringLocked")],
+    ids=["fail-backend", "locked"],
+)
+def test_an_unusable_keyring_grants_nothing_refuses_to_remember_and_never_crashes(
+    tmp_path: Path, backend: Any, named: str
+) -> None:
+    keys = OsKeyring("x", backend=backend())
     why = keys.unavailable()
     assert why is not None
-    assert "KeyringLocked" in why
+    assert named in why
     store = FileApprovalStore(tmp_path / "approvals.json", keys=keys)
     assert store.get(record().key) is None
     assert store.records() == []
+    with pytest.raises(RememberUnavailable, match=named):
+        store.put(record())
+    assert not (tmp_path / "approvals.json").exists()
