@@ -6,7 +6,14 @@ from pathlib import Path
 
 import platformdirs
 
-__all__ = ["default_servers_file", "server_log_dir", "user_cache_dir", "user_config_dir"]
+__all__ = [
+    "approvals_file",
+    "default_servers_file",
+    "server_log_dir",
+    "user_cache_dir",
+    "user_config_dir",
+    "user_data_dir",
+]
 
 _APP = "skillward"
 
@@ -33,3 +40,13 @@ def server_log_dir() -> Path:
 def user_cache_dir() -> Path:
     """Where skillward keeps its disk cache (``~/.cache/skillward`` on Linux)."""
     return platformdirs.user_cache_path(_APP, appauthor=False)
+
+
+def user_data_dir() -> Path:
+    """Where skillward keeps a person's state (``~/.local/share/skillward`` on Linux)."""
+    return platformdirs.user_data_path(_APP, appauthor=False)
+
+
+def approvals_file() -> Path:
+    """The approval store: one file, authenticated with a key from the OS keyring."""
+    return user_data_dir() / "approvals.json"

@@ -1,43 +1,93 @@
-"""The approval seam: who decides whether a skill may be activated.
+"""Approvals: whether a skill may be activated, and what an approval binds to.
 
 Every activation asks an :class:`Approver`. The default, :class:`DenyAll`, says
-no, so a host that wires nothing up loads nothing. Approval is per skill and
-per activation: approving an enclosing skill never approves a skill nested in it
+no, so a host that wires nothing up loads nothing. Approval is per skill:
+approving an enclosing skill never approves a skill nested in it
 (:attr:`ActivationRequest.nested_in` tells the approver so).
 
-A persisted, content-bound approval store plugs in behind this seam; until one
-is configured, every activation asks.
+Approvals that outlive one activation are **content-bound** (SEP-2640). An
+:class:`ApprovalRecord` is keyed by (host label, skill URI) and binds the server's
+transport identity, the entry's whole sorted (uri, digest, size) set and its
+frontmatter. :func:`assess` is the decision, a pure function of (entry, transport
+identity, record): approved, changed (with the difference), or never approved.
+Any difference revokes, and a revoked record is never honoured again.
+
+:class:`ApprovalBook` is the :class:`Approver` that remembers: ``session``
+approvals in memory, ``remember`` approvals in an :class:`ApprovalStorage` (the
+keyring-authenticated file in ``_store.py``), and a :class:`Prompter` for the rest.
 """
 
 from __future__ import annotations
 
 import enum
+import hashlib
+import json
 import logging
-from collections.abc import Collection
-from dataclasses import dataclass
-from typing import Protocol
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
+import anyio
+import anyio.to_thread
+from pydantic import BaseModel, ConfigDict
+
+from skillward.errors import RememberUnavailable
 from skillward.origins import SkillKey
 from skillward.registry import SkillRecord
 from skillward.wire import SkillEntry
 
 __all__ = [
     "ActivationRequest",
+    "Answer",
+    "ApprovalBook",
+    "ApprovalRecord",
+    "ApprovalStorage",
     "ApproveOnce",
+    "Approved",
     "Approver",
+    "Change",
+    "Changed",
     "Decision",
     "DenyAll",
+    "FileBinding",
+    "Grants",
+    "NeverApproved",
+    "Prompter",
+    "Question",
+    "Revocable",
+    "Scope",
+    "SkillMdViewer",
     "UnsafeApproveAll",
+    "Verdict",
+    "assess",
     "content_set",
+    "describe_scope",
     "entry_content",
+    "frontmatter_digests",
+    "record_for",
+    "revoke_approval",
 ]
 
 logger = logging.getLogger("skillward")
+
+Clock = Callable[[], float]
 
 
 class Decision(enum.Enum):
     APPROVE = "approve"
     DENY = "deny"
+
+
+class Scope(enum.Enum):
+    """How long an approval lasts."""
+
+    #: This activation only; nothing is recorded.
+    ONCE = "once"
+    #: Until the approver (and the ``SkillHost`` using it) is gone; kept in memory.
+    SESSION = "session"
+    #: Persisted in the approval store, until the content changes or it is revoked.
+    REMEMBER = "remember"
 
 
 def entry_content(entry: SkillEntry) -> frozenset[tuple[str, str]] | None:
@@ -52,6 +102,16 @@ def content_set(record: SkillRecord) -> frozenset[tuple[str, str]] | None:
     return entry_content(record.entry) if record.entry is not None else None
 
 
+class SkillMdViewer(Protocol):
+    """Fetches a skill's SKILL.md and verifies it against the entry, for a person to read.
+
+    The host supplies it; what it returns is shown to the person deciding and is
+    never placed in the model's context.
+    """
+
+    async def __call__(self) -> str: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ActivationRequest:
     """What a person is asked to approve: one skill, as its entry describes it."""
@@ -59,12 +119,38 @@ class ActivationRequest:
     record: SkillRecord
     #: Skills (same origin) whose directory encloses this one: their approval does not count.
     nested_in: tuple[SkillKey, ...] = ()
+    #: How the server is reached (``ServerSpec.identity``); None for a local skill.
+    identity: str | None = None
+    #: Collisions that involve this skill (same names elsewhere, look-alike paths or labels).
+    collisions: tuple[str, ...] = ()
+    #: Shows SKILL.md to the person before they decide (never to the model).
+    viewer: SkillMdViewer | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def key(self) -> SkillKey:
+        return self.record.key
 
     @property
     def allowed_tools(self) -> object:
         """The ``allowed-tools`` the skill requests (a request, never a grant)."""
         entry = self.record.entry
         return entry.frontmatter.as_dict().get("allowed-tools") if entry else None
+
+    @property
+    def hooks(self) -> object:
+        """The ``hooks`` the frontmatter declares (shown; never run, never granted)."""
+        entry = self.record.entry
+        return entry.frontmatter.as_dict().get("hooks") if entry else None
+
+    @property
+    def nested_skill_files(self) -> tuple[str, ...]:
+        """Other ``SKILL.md`` files inside this skill: plain files, not skills it approves."""
+        entry = self.record.entry
+        if entry is None:
+            return ()
+        return tuple(
+            sorted(u for u in entry.manifest if u != entry.uri and u.endswith("/SKILL.md"))
+        )
 
     @property
     def content(self) -> frozenset[tuple[str, str]] | None:
@@ -75,6 +161,19 @@ class Approver(Protocol):
     """Decides whether one activation may go ahead."""
 
     async def decide(self, request: ActivationRequest) -> Decision: ...
+
+
+@runtime_checkable
+class Revocable(Protocol):
+    """An approver that holds approvals the host can revoke (after ``SkillChanged``)."""
+
+    async def revoke(self, key: SkillKey, *, reason: str) -> None: ...
+
+
+async def revoke_approval(approver: Approver, key: SkillKey, *, reason: str) -> None:
+    """Revoke what ``approver`` holds for ``key``, if it holds anything."""
+    if isinstance(approver, Revocable):
+        await approver.revoke(key, reason=reason)
 
 
 class DenyAll:
@@ -108,3 +207,519 @@ class UnsafeApproveAll:
             request.record.key.locator,
         )
         return Decision.APPROVE
+
+
+# --- the record and the decision ------------------------------------------------------------
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+
+class FileBinding(_Frozen):
+    """One file of the approved entry."""
+
+    uri: str
+    digest: str
+    size: int
+
+
+class Grants(_Frozen):
+    """What an approval grants beyond activation; both need their own explicit consent."""
+
+    #: ``allowed-tools`` the person granted, as written in the frontmatter.
+    tools: tuple[str, ...] = ()
+    #: Host code execution while acting on the skill.
+    execution: bool = False
+
+
+class ApprovalRecord(_Frozen):
+    """An approval as recorded: bound to the server and the entry seen when it was given."""
+
+    label: str
+    uri: str
+    #: Shown to people; not part of the binding (the frontmatter is).
+    name: str
+    identity: str
+    #: The sorted (uri, digest, size) set; None for a dynamic skill (session scope only).
+    files: tuple[FileBinding, ...] | None
+    frontmatter_digest: str
+    #: (field, digest of its value) for each top-level frontmatter field, sorted.
+    frontmatter_fields: tuple[tuple[str, str], ...]
+    grants: Grants = Grants()
+    scope: Scope
+    granted_at: float
+    policy_version: str = ""
+    #: Why it was revoked. A revoked record is never honoured again.
+    revoked: str | None = None
+
+    @property
+    def key(self) -> SkillKey:
+        return SkillKey(self.label, self.uri)
+
+
+def _canonical(value: object) -> bytes:
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode()
+
+
+def _sha256(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def frontmatter_digests(
+    frontmatter: Mapping[str, object],
+) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """The digest of the whole frontmatter, and of each top-level field's value."""
+    fields = tuple(sorted((k, _sha256(_canonical(v))) for k, v in frontmatter.items()))
+    return _sha256(_canonical(dict(frontmatter))), fields
+
+
+def _bindings(entry: SkillEntry) -> tuple[FileBinding, ...] | None:
+    if entry.is_dynamic:
+        return None
+    items = sorted(entry.manifest.values(), key=lambda item: item.uri)
+    return tuple(FileBinding(uri=i.uri, digest=i.digest, size=i.size) for i in items)
+
+
+def record_for(
+    entry: SkillEntry,
+    *,
+    label: str,
+    identity: str,
+    scope: Scope,
+    grants: Grants | None = None,
+    granted_at: float,
+    policy_version: str = "",
+) -> ApprovalRecord:
+    """The record of an approval of ``entry`` as served now by ``label`` at ``identity``."""
+    digest, fields = frontmatter_digests(entry.frontmatter.as_dict())
+    return ApprovalRecord(
+        label=label,
+        uri=entry.uri,
+        name=entry.name,
+        identity=identity,
+        files=_bindings(entry),
+        frontmatter_digest=digest,
+        frontmatter_fields=fields,
+        grants=grants or Grants(),
+        scope=scope,
+        granted_at=granted_at,
+        policy_version=policy_version,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """How the entry differs from the one approved."""
+
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    #: Same URI, different digest or size.
+    modified: tuple[str, ...] = ()
+    #: Top-level frontmatter fields added, removed or changed.
+    frontmatter: tuple[str, ...] = ()
+    #: (approved transport identity, current one) when the label now reaches another server.
+    server: tuple[str, str] | None = None
+    #: True when the skill became dynamic, False when it stopped being dynamic.
+    dynamic: bool | None = None
+    #: Why the approval was revoked, if it was.
+    revoked: str | None = None
+
+    def __bool__(self) -> bool:
+        return any(
+            (
+                self.added,
+                self.removed,
+                self.modified,
+                self.frontmatter,
+                self.server,
+                self.dynamic is not None,
+                self.revoked,
+            )
+        )
+
+    def summary(self) -> str:
+        """One line for notes and logs."""
+        parts = [
+            f"{len(files)} {what}"
+            for files, what in (
+                (self.modified, "files changed"),
+                (self.added, "files added"),
+                (self.removed, "files removed"),
+            )
+            if files
+        ]
+        if self.frontmatter:
+            parts.append("frontmatter " + ", ".join(self.frontmatter[:10]) + " changed")
+        if self.server:
+            parts.append("the label now reaches another server")
+        if self.dynamic is not None:
+            parts.append("now dynamic" if self.dynamic else "no longer dynamic")
+        if self.revoked:
+            parts.append(f"revoked ({self.revoked})")
+        return "; ".join(parts) or "unchanged"
+
+
+@dataclass(frozen=True, slots=True)
+class Approved:
+    #: The record that approves it (None for a local skill approved this session).
+    record: ApprovalRecord | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Changed:
+    record: ApprovalRecord
+    change: Change
+
+
+@dataclass(frozen=True, slots=True)
+class NeverApproved:
+    pass
+
+
+Verdict = Approved | Changed | NeverApproved
+
+
+def _difference(entry: SkillEntry, identity: str, record: ApprovalRecord) -> Change:
+    then = None if record.files is None else {f.uri: (f.digest, f.size) for f in record.files}
+    now = None if entry.is_dynamic else {i.uri: (i.digest, i.size) for i in entry.manifest.values()}
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    modified: tuple[str, ...] = ()
+    dynamic = None
+    if then is not None and now is not None:
+        added = tuple(sorted(now.keys() - then.keys()))
+        removed = tuple(sorted(then.keys() - now.keys()))
+        modified = tuple(sorted(u for u in now.keys() & then.keys() if now[u] != then[u]))
+    elif (then is None) != (now is None):
+        dynamic = now is None
+    _, fields = frontmatter_digests(entry.frontmatter.as_dict())
+    before, after = dict(record.frontmatter_fields), dict(fields)
+    frontmatter = tuple(
+        sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    )
+    server = (record.identity, identity) if record.identity != identity else None
+    return Change(added, removed, modified, frontmatter, server, dynamic, record.revoked)
+
+
+def assess(entry: SkillEntry, identity: str, record: ApprovalRecord | None) -> Verdict:
+    """Whether ``record`` approves ``entry`` as served now at ``identity``. Pure.
+
+    Approved only when the record is for this URI, not revoked, and the server's
+    identity, every (uri, digest, size) and every frontmatter field are exactly
+    those approved. A remembered record never covers a dynamic skill.
+    """
+    if record is None or record.uri != entry.uri:
+        return NeverApproved()
+    if entry.is_dynamic and record.scope is not Scope.SESSION:
+        return NeverApproved()
+    change = _difference(entry, identity, record)
+    if change:
+        return Changed(record, change)
+    return Approved(record)
+
+
+# --- asking, and remembering ----------------------------------------------------------------
+
+
+class ApprovalStorage(Protocol):
+    """Where ``remember`` approvals are kept. Blocking calls; the book runs them in a thread."""
+
+    def unavailable(self) -> str | None:
+        """Why nothing can be remembered now (naming the keyring), or None when it can."""
+
+    def get(self, key: SkillKey) -> ApprovalRecord | None:
+        """The record for ``key``, if the store is trustworthy and holds one."""
+
+    def put(self, record: ApprovalRecord) -> None:
+        """Record ``record`` in place of any record for its key; raise RememberUnavailable."""
+
+    def revoke(self, key: SkillKey, *, reason: str) -> bool:
+        """Mark the record for ``key`` revoked; True if there was one."""
+
+    def records(self) -> list[ApprovalRecord]:
+        """Every record, revoked ones included."""
+
+    def reset(self) -> None:
+        """Forget every record and start again with a new key."""
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One skill to ask about."""
+
+    request: ActivationRequest
+    #: What changed since the last approval, when there was one.
+    change: Change | None = None
+    #: Why ``remember`` cannot be offered, or None when it can.
+    remember_unavailable: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    decision: Decision
+    scope: Scope = Scope.ONCE
+    grants: Grants = field(default_factory=Grants)
+
+
+DENIED = Answer(Decision.DENY)
+
+
+class Prompter(Protocol):
+    """Asks a person about one or more skills at once; one answer per question, in order."""
+
+    async def ask(self, questions: Sequence[Question]) -> Sequence[Answer]: ...
+
+
+@dataclass
+class _Waiting:
+    questions: list[Question]
+    answers: list[Answer] | None = None
+
+
+class ApprovalBook:
+    """An :class:`Approver` that remembers approvals, bound to content, and asks for the rest.
+
+    ``session`` approvals live in this object; ``remember`` approvals in ``store``
+    (``None``: nothing is remembered across processes). When remembering is not
+    possible (no usable keyring, a dynamic or local skill) the approval is kept for
+    the session instead, and ``notify`` is told once, with the reason.
+
+    Questions that arrive while a prompt is open wait and are asked together.
+    """
+
+    def __init__(
+        self,
+        prompter: Prompter,
+        *,
+        store: ApprovalStorage | None = None,
+        clock: Clock = time.time,
+        policy_version: str = "",
+        notify: Callable[[str], None] | None = None,
+    ) -> None:
+        self.prompter = prompter
+        self.store = store
+        self.clock = clock
+        self.policy_version = policy_version
+        self._notify = notify or logger.warning
+        self._said: set[str] = set()
+        self._session: dict[SkillKey, ApprovalRecord] = {}
+        self._local: set[SkillKey] = set()
+        # Revoked in this process, whether or not the store could be written.
+        self._revoked: dict[SkillKey, str] = {}
+        self._waiting: list[_Waiting] = []
+        self._prompting: anyio.Lock | None = None
+        # Decisions still looking at what is recorded; a prompt waits for them to join it.
+        self._deciding = 0
+        self._settled: anyio.Event | None = None
+
+    # --- Approver -----------------------------------------------------------------------
+
+    async def decide(self, request: ActivationRequest) -> Decision:
+        return (await self.decide_many([request]))[0]
+
+    async def decide_many(self, requests: Sequence[ActivationRequest]) -> list[Decision]:
+        """Decide several activations, asking about every unapproved one in one prompt."""
+        decisions: list[Decision | None] = [None] * len(requests)
+        asked: list[tuple[int, Question]] = []
+        self._deciding += 1
+        try:
+            for index, request in enumerate(requests):
+                verdict = await self.verdict(request)
+                if isinstance(verdict, Approved):
+                    decisions[index] = Decision.APPROVE
+                    continue
+                change = None
+                if isinstance(verdict, Changed):
+                    change = verdict.change
+                    if verdict.record.revoked is None:
+                        await self.revoke(request.key, reason=change.summary())
+                asked.append((index, await self.question(request, change)))
+        finally:
+            self._deciding -= 1
+            if self._deciding == 0 and self._settled is not None:
+                self._settled.set()
+        answers = await self._ask([question for _, question in asked])
+        for (index, question), answer in zip(asked, answers, strict=True):
+            decisions[index] = answer.decision
+            if answer.decision is Decision.APPROVE:
+                await self._record(question.request, answer, strict=False)
+        return [d if d is not None else Decision.DENY for d in decisions]
+
+    async def review(self, request: ActivationRequest) -> Answer:
+        """Ask about ``request`` whatever is recorded (``skillward approve``), and record it."""
+        verdict = await self.verdict(request)
+        change = verdict.change if isinstance(verdict, Changed) else None
+        (answer,) = await self._ask([await self.question(request, change)])
+        if answer.decision is Decision.APPROVE:
+            await self._record(request, answer, strict=False)
+        return answer
+
+    async def grant(self, request: ActivationRequest, answer: Answer) -> Scope:
+        """Record an approval the person gave without a prompt (``approve --yes``).
+
+        Unlike a prompt's answer, ``remember`` is not quietly narrowed to the
+        session: it raises :class:`~skillward.errors.RememberUnavailable`.
+        """
+        return await self._record(request, answer, strict=True)
+
+    async def revoke(self, key: SkillKey, *, reason: str) -> None:
+        """Revoke every approval of ``key``: the session's and the stored one."""
+        self._revoked[key] = reason
+        self._local.discard(key)
+        held = self._session.get(key)
+        if held is not None and held.revoked is None:
+            self._session[key] = held.model_copy(update={"revoked": reason})
+        if self.store is not None:
+            store = self.store
+            try:
+                await anyio.to_thread.run_sync(lambda: store.revoke(key, reason=reason))
+            except RememberUnavailable as error:
+                logger.warning(
+                    "could not record the revocation of %s:%s (%s); it holds in this process",
+                    key.origin,
+                    key.locator,
+                    error.message,
+                )
+
+    # --- what is recorded -----------------------------------------------------------------
+
+    async def verdict(self, request: ActivationRequest) -> Verdict:
+        """The decision from what is recorded, without asking anyone."""
+        record, entry = request.record, request.record.entry
+        if entry is None:
+            held = record.key in self._local
+            return Approved() if held else NeverApproved()
+        if request.identity is None:
+            return NeverApproved()
+        verdicts = [assess(entry, request.identity, self._session.get(record.key))]
+        stored = await self._stored(record.key)
+        if stored is not None and record.key in self._revoked and stored.revoked is None:
+            stored = stored.model_copy(update={"revoked": self._revoked[record.key]})
+        verdicts.append(assess(entry, request.identity, stored))
+        for verdict in verdicts:
+            if isinstance(verdict, Approved):
+                return verdict
+        return next((v for v in verdicts if isinstance(v, Changed)), NeverApproved())
+
+    async def _stored(self, key: SkillKey) -> ApprovalRecord | None:
+        store = self.store
+        if store is None:
+            return None
+        return await anyio.to_thread.run_sync(lambda: store.get(key))
+
+    async def question(self, request: ActivationRequest, change: Change | None) -> Question:
+        return Question(request, change, await self.remember_unavailable(request))
+
+    async def remember_unavailable(self, request: ActivationRequest) -> str | None:
+        """Why an approval of ``request`` cannot be remembered, or None."""
+        entry = request.record.entry
+        if entry is None:
+            return "local skills are approved for this session at most"
+        if entry.is_dynamic:
+            return "a dynamic skill cannot be bound to its content, so at most this session"
+        if request.identity is None:
+            return "the host did not say how the server is reached"
+        if self.store is None:
+            return "no approval store is configured"
+        store = self.store
+        return await anyio.to_thread.run_sync(store.unavailable)
+
+    async def _record(self, request: ActivationRequest, answer: Answer, *, strict: bool) -> Scope:
+        scope = answer.scope
+        if scope is Scope.ONCE:
+            return scope
+        key = request.key
+        self._revoked.pop(key, None)
+        entry = request.record.entry
+        if entry is None or request.identity is None:
+            if entry is None:
+                self._local.add(key)
+            return Scope.SESSION if entry is None else Scope.ONCE
+        if scope is Scope.REMEMBER:
+            why = await self.remember_unavailable(request)
+            if why is None:
+                try:
+                    await self._put(self._make(request, entry, Scope.REMEMBER, answer))
+                except RememberUnavailable as error:
+                    why = error.message
+                    if strict:
+                        raise
+                else:
+                    self._session.pop(key, None)
+                    return Scope.REMEMBER
+            if strict:
+                raise RememberUnavailable(why, server=key.origin, uri=key.locator)
+            self.say(f"not remembered, approved for this session only: {why}")
+        self._session[key] = self._make(request, entry, Scope.SESSION, answer)
+        return Scope.SESSION
+
+    def _make(
+        self, request: ActivationRequest, entry: SkillEntry, scope: Scope, answer: Answer
+    ) -> ApprovalRecord:
+        assert request.identity is not None
+        return record_for(
+            entry,
+            label=request.key.origin,
+            identity=request.identity,
+            scope=scope,
+            grants=answer.grants,
+            granted_at=self.clock(),
+            policy_version=self.policy_version,
+        )
+
+    async def _put(self, record: ApprovalRecord) -> None:
+        store = self.store
+        assert store is not None
+        await anyio.to_thread.run_sync(lambda: store.put(record))
+
+    def say(self, message: str) -> None:
+        """Tell the person ``message``, once per approver."""
+        if message not in self._said:
+            self._said.add(message)
+            self._notify(message)
+
+    # --- asking -----------------------------------------------------------------------
+
+    async def _ask(self, questions: list[Question]) -> list[Answer]:
+        if not questions:
+            return []
+        if self._prompting is None:
+            self._prompting = anyio.Lock()
+        waiting = _Waiting(questions)
+        self._waiting.append(waiting)
+        async with self._prompting:
+            if waiting.answers is not None:
+                return waiting.answers
+            # Requests that arrived together join this prompt.
+            while self._deciding > 0:
+                self._settled = anyio.Event()
+                await self._settled.wait()
+            batch, self._waiting = self._waiting, []
+            flat = [q for w in batch for q in w.questions]
+            try:
+                answers = list(await self.prompter.ask(flat))
+            except BaseException:
+                for other in batch:
+                    other.answers = [DENIED] * len(other.questions)
+                raise
+            if len(answers) != len(flat):
+                answers = [DENIED] * len(flat)  # a prompter that miscounts approves nothing
+            for other in batch:
+                other.answers, answers = (
+                    answers[: len(other.questions)],
+                    answers[len(other.questions) :],
+                )
+        assert waiting.answers is not None
+        return waiting.answers
+
+
+def describe_scope(scope: Scope) -> str:
+    """What an approval of ``scope`` means, for people."""
+    return {
+        Scope.ONCE: "approved for this activation only",
+        Scope.SESSION: "approved for this session",
+        Scope.REMEMBER: "approved and remembered until the skill changes",
+    }[scope]

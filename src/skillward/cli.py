@@ -22,14 +22,26 @@ from skillward._dirs import default_servers_file, server_log_dir
 from skillward._diskcache import DiskCache
 from skillward._local import LocalSkillDir, default_local_dirs
 from skillward._serverlog import escaped_lines, log_path, read_log
+from skillward._store import FileApprovalStore
 from skillward._version import __version__
-from skillward.approvals import ActivationRequest, ApproveOnce, Decision
+from skillward.approvals import (
+    ActivationRequest,
+    Answer,
+    ApprovalBook,
+    ApprovalRecord,
+    ApproveOnce,
+    Decision,
+    Scope,
+    describe_scope,
+)
 from skillward.cache import ContentCache, NoCache
 from skillward.config import Limits
 from skillward.errors import (
     AmbiguousName,
+    ApprovalDenied,
     ConfigError,
     OriginError,
+    RememberUnavailable,
     ServerRejected,
     SkillNotFound,
     SkillwardError,
@@ -39,7 +51,9 @@ from skillward.errors import (
     printable,
 )
 from skillward.host import HostConfig, SkillHost
+from skillward.origins import SkillKey
 from skillward.prompts import OriginSummary, Terminal, TerminalApprover, error_json
+from skillward.registry import parse_reference
 from skillward.servers import (
     ServersConfig,
     ServerSpec,
@@ -202,6 +216,39 @@ def _parser() -> argparse.ArgumentParser:
     )
     read.add_argument("ref", metavar="REF")
     read.add_argument("path", metavar="PATH", help="path relative to the skill root")
+    approve = commands.add_parser(
+        "approve",
+        parents=[common],
+        help="review a skill and approve it (remembered by default), bound to its content",
+    )
+    approve.add_argument("ref", metavar="REF")
+    approve.add_argument(
+        "--scope",
+        choices=[scope.value for scope in Scope],
+        default=Scope.REMEMBER.value,
+        help="with --yes: how long the approval lasts (default: remember)",
+    )
+    approve.add_argument(
+        "--yes",
+        action="store_true",
+        help="approve without a prompt (you named the skill: that is the consent)",
+    )
+    approvals = commands.add_parser("approvals", help="remembered approvals: list, revoke, reset")
+    approvals_commands = approvals.add_subparsers(
+        dest="approvals_command", metavar="ACTION", required=True
+    )
+    approvals_commands.add_parser(
+        "list", parents=[common], help="every remembered approval, revoked ones included"
+    )
+    revoke = approvals_commands.add_parser(
+        "revoke", parents=[common], help="revoke a remembered approval (it is asked again)"
+    )
+    revoke.add_argument("ref", metavar="REF", help="LABEL:NAME, LABEL:PATH, LABEL:URI or NAME")
+    approvals_commands.add_parser(
+        "reset",
+        parents=[common],
+        help="forget every remembered approval and use a new key from now on",
+    )
     commands.add_parser(
         "demo",
         help="start the bundled example server, load a skill, and show a tampered read refused",
@@ -315,18 +362,27 @@ def _serve(args: argparse.Namespace) -> int:
 # --- host commands -------------------------------------------------------------------------
 
 
+def _store(terminal: Terminal) -> FileApprovalStore:
+    return FileApprovalStore(report=terminal.error)
+
+
 class _CommandLineApprover:
-    """Approves only what --approve-once names; otherwise asks at a terminal, or denies."""
+    """Approves only what --approve-once names; otherwise uses remembered approvals, then
+    asks at a terminal, or refuses when there is none."""
 
     def __init__(self, terminal: Terminal, approve_once: bool) -> None:
         self.prompt = TerminalApprover(terminal)
+        self.book = ApprovalBook(self.prompt, store=_store(terminal), notify=terminal.note)
         self.approve_once = approve_once
         self.target: ApproveOnce | None = None
 
     async def decide(self, request: ActivationRequest) -> Decision:
         if self.target is not None:
             return await self.target.decide(request)
-        return await self.prompt.decide(request)
+        return await self.book.decide(request)
+
+    async def revoke(self, key: SkillKey, *, reason: str) -> None:
+        await self.book.revoke(key, reason=reason)
 
 
 def _servers_file(args: argparse.Namespace, terminal: Terminal) -> ServersConfig:
@@ -652,6 +708,106 @@ def _cache(args: argparse.Namespace, terminal: Terminal) -> int:
     return EXIT_OK
 
 
+async def _approve(
+    host: SkillHost, approver: _CommandLineApprover, args: argparse.Namespace, terminal: Terminal
+) -> int:
+    request = await host.approval_request(args.ref)
+    book = approver.book
+    qualified = host.registry.qualified_ref(request.record)
+    scope = Scope(args.scope)
+    if args.yes:
+        if scope is Scope.REMEMBER:
+            why = await book.remember_unavailable(request)
+            if why is not None:
+                raise RememberUnavailable(
+                    f"not remembered: {why}", server=request.key.origin, uri=request.key.locator
+                )
+        recorded = await book.grant(request, Answer(Decision.APPROVE, scope))
+    else:
+        answer = await book.review(request)
+        if answer.decision is not Decision.APPROVE:
+            raise ApprovalDenied(
+                f"{qualified!r} was not approved",
+                server=request.key.origin,
+                uri=request.key.locator,
+            )
+        recorded = answer.scope
+    if args.json:
+        terminal.json({"qualified": qualified, "uri": request.key.locator, "scope": recorded.value})
+        return EXIT_OK
+    note = f"{qualified}: {describe_scope(recorded)}"
+    if recorded is not Scope.REMEMBER:
+        note += " (nothing is kept once this command ends)"
+    terminal.note(note)
+    return EXIT_OK
+
+
+def _record_json(record: ApprovalRecord) -> dict[str, object]:
+    return {
+        "label": record.label,
+        "name": record.name,
+        "uri": record.uri,
+        "identity": record.identity,
+        "files": len(record.files or ()),
+        "scope": record.scope.value,
+        "granted_at": record.granted_at,
+        "grants": record.grants.model_dump(mode="json"),
+        "policy_version": record.policy_version,
+        "revoked": record.revoked,
+    }
+
+
+def _stored_match(records: Sequence[ApprovalRecord], reference: str) -> ApprovalRecord:
+    """The remembered approval ``reference`` names, from the records alone (no server)."""
+    ref = parse_reference(reference)
+
+    def named(record: ApprovalRecord) -> bool:
+        if ref.label is not None and record.label != ref.label:
+            return False
+        if ref.kind == "uri":
+            return record.uri == ref.value
+        path = record.uri.partition("://")[2].removesuffix("/SKILL.md")
+        return path == ref.value if ref.kind == "path" else record.name == ref.value
+
+    matches = [record for record in records if named(record)]
+    if not matches:
+        raise SkillNotFound(f"no remembered approval matches {reference!r}")
+    if len(matches) > 1:
+        raise AmbiguousName(
+            f"{reference!r} matches {len(matches)} remembered approvals",
+            candidates=[f"{r.label}:{r.uri}" for r in matches],
+        )
+    return matches[0]
+
+
+def _approvals(args: argparse.Namespace, terminal: Terminal) -> int:
+    store = _store(terminal)
+    action = args.approvals_command
+    if action == "list":
+        records = store.records()
+        why = store.unavailable()
+        if args.json:
+            terminal.json(
+                {"remember_unavailable": why, "approvals": [_record_json(r) for r in records]}
+            )
+        else:
+            if why is not None:
+                terminal.note(f"remembered approvals are unavailable: {why}")
+            terminal.approvals(records)
+        return EXIT_OK
+    why = store.unavailable()
+    if why is not None:
+        raise RememberUnavailable(why)
+    if action == "revoke":
+        record = _stored_match(store.records(), args.ref)
+        store.revoke(record.key, reason="revoked with `skillward approvals revoke`")
+        terminal.note(f"revoked {record.label}:{record.name}; it will be asked about again")
+        return EXIT_OK
+    store.reset()
+    terminal.note(f"every remembered approval is forgotten; {store.path} has a new key")
+    return EXIT_OK
+
+
 # --- demo --------------------------------------------------------------------------------
 
 
@@ -721,7 +877,13 @@ async def _demo(terminal: Terminal) -> int:
 
 # --- main --------------------------------------------------------------------------------
 
-_HOST_COMMANDS = {"list": _list, "show": _show, "load": _load, "read": _read}
+_HOST_COMMANDS = {
+    "list": _list,
+    "show": _show,
+    "load": _load,
+    "read": _read,
+    "approve": _approve,
+}
 
 
 class _EscapingFormatter(logging.Formatter):
@@ -793,6 +955,8 @@ def _run(args: argparse.Namespace, terminal: Terminal, logs: _ServerLogs) -> int
         return _logs(args, terminal)
     if args.command == "cache":
         return _cache(args, terminal)
+    if args.command == "approvals":
+        return _approvals(args, terminal)
     command = _HOST_COMMANDS[args.command]
 
     async def body(host: SkillHost, approver: _CommandLineApprover) -> int:

@@ -60,6 +60,10 @@ class Limits:
     max_cache_bytes: int = 256 * 1024 * 1024
     #: Seconds a file stays in the disk cache after it was written (None: until evicted).
     max_cache_age: float | None = None
+    #: Bytes of the approval store read at most (about 100,000 typical approvals).
+    max_store_bytes: int = 64 * 1024 * 1024
+    #: Seconds to wait for another process to finish writing the approval store.
+    store_lock_timeout: float = 30.0
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):

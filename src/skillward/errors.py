@@ -40,9 +40,11 @@ __all__ = [
     "InvalidResponse",
     "InvalidUri",
     "ListingRunaway",
+    "NoTerminal",
     "OriginError",
     "PolicyDenied",
     "ReactivationRequired",
+    "RememberUnavailable",
     "ResponseTooLarge",
     "ServerDisconnected",
     "ServerRejected",
@@ -334,6 +336,22 @@ class ReactivationRequired(ApprovalRequired):
     default_hint = (
         "The server served content that did not match the skill it was approved as. "
         "Load the skill again to review and approve what it serves now."
+    )
+
+
+class NoTerminal(ApprovalRequired):
+    """An approval was needed and there is no terminal to ask a person at."""
+
+    # The message already says what to do; a second line would only repeat it.
+    default_hint = ""
+
+
+class RememberUnavailable(ApprovalRequired):
+    """An approval cannot be remembered here (no usable keyring, or the store is busy)."""
+
+    default_hint = (
+        "Remembered approvals need an unlocked OS keyring (Secret Service, macOS Keychain or "
+        "Windows Credential Manager). Approve for this session instead, or set up a keyring."
     )
 
 

@@ -55,7 +55,14 @@ from skillward._local import (
     read_skill_md,
     skill_files,
 )
-from skillward.approvals import ActivationRequest, Approver, Decision, DenyAll, entry_content
+from skillward.approvals import (
+    ActivationRequest,
+    Approver,
+    Decision,
+    DenyAll,
+    entry_content,
+    revoke_approval,
+)
 from skillward.cache import CacheKey, ContentCache, NoCache
 from skillward.client import SkillsClient, leaves
 from skillward.config import Limits
@@ -721,6 +728,53 @@ class SkillHost:
 
     # --- activation (read_skill) -----------------------------------------------------
 
+    async def approval_request(self, reference: str) -> ActivationRequest:
+        """What the approver is asked when ``reference`` is activated. Fetches nothing."""
+        return self._approval_request(await self.lookup(reference))
+
+    def _approval_request(self, record: SkillRecord) -> ActivationRequest:
+        identity = None
+        if record.origin.is_mcp:
+            identity = self._connection(record.origin.label).spec.identity
+        qualified = self.registry.qualified_ref(record)
+        collisions = tuple(
+            c.message
+            for c in self.registry.collisions()
+            if qualified in c.members or record.origin.label in c.members
+        )
+
+        async def view() -> str:
+            return await self.view_skill_md(record)
+
+        return ActivationRequest(
+            record,
+            nested_in=self._enclosing(record),
+            identity=identity,
+            collisions=collisions,
+            viewer=view,
+        )
+
+    async def view_skill_md(self, record: SkillRecord) -> str:
+        """SKILL.md, verified against the entry, for the person deciding on an approval.
+
+        Never handed to the sink or the model, and it opens no acting window.
+        """
+        if not record.origin.is_mcp:
+            assert record.directory is not None
+            data, _ = read_skill_md(
+                Path(record.directory), limits=self.limits, label=record.origin.label
+            )
+            return data.decode("utf-8", errors="replace")
+        entry = record.entry
+        assert entry is not None
+        label = record.origin.label
+        connection = self._connection(label)
+        item = entry.manifest.get(entry.uri)
+        key = self._cache_key(connection, entry.uri, item) if item is not None else None
+        data = await self._fetch(connection, entry.uri, key)
+        verified = verify_skill_md(entry, data, server=label, limits=self.limits)
+        return verified.file.data.decode("utf-8", errors="replace")
+
     async def activate(self, reference: str) -> Activation:
         """Load a skill: ask the approver, fetch SKILL.md, verify it, and tag it."""
         record = await self.lookup(reference)
@@ -729,7 +783,7 @@ class SkillHost:
 
     async def _activate(self, record: SkillRecord) -> Activation:
         self._check_dynamic(record)
-        request = ActivationRequest(record, nested_in=self._enclosing(record))
+        request = self._approval_request(record)
         # Policy first: no approval overrides what an administrator forbids.
         self.policy.check_activation(request)
         decision = _decision(await self.approver.decide(request), self.approver)
@@ -922,6 +976,8 @@ class SkillHost:
             raise error from None
         if entry_content(fresh) != entry_content(pinned) or fresh.frontmatter != pinned.frontmatter:
             self.registry.put(SkillRecord.from_entry(record.origin, fresh, listed=record.listed))
+            # A changed skill is approved again from scratch, even if v1 comes back.
+            await revoke_approval(self.approver, record.key, reason=_describe_change(pinned, fresh))
             changed = SkillChanged(
                 _describe_change(pinned, fresh) + f"; {error.message}",
                 server=label,

@@ -12,23 +12,33 @@ import json
 import os
 import sys
 import textwrap
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TextIO
 
 import anyio.to_thread
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.panel import Panel
-from rich.prompt import Confirm
+from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from skillward.approvals import ActivationRequest, Decision
+from skillward.approvals import (
+    ActivationRequest,
+    Answer,
+    ApprovalRecord,
+    Change,
+    Decision,
+    Question,
+    Scope,
+)
 from skillward.context import CatalogItem, ContextBlock
-from skillward.errors import SkillwardError, printable
+from skillward.errors import NoTerminal, SkillwardError, printable
 from skillward.registry import Collision, Declined, SkillRecord
 from skillward.uris import parse_uri
+from skillward.wire import SkillEntry
 
 __all__ = ["OriginSummary", "Terminal", "TerminalApprover", "error_json"]
 
@@ -257,6 +267,29 @@ class Terminal:
                 table.add_row(_safe(path), _size(item.size), _short_digest(item.digest))
             self.out.print(table)
 
+    def approvals(self, records: Sequence[ApprovalRecord]) -> None:
+        """Remembered approvals, revoked ones marked as such."""
+        table = Table(title="Remembered approvals")
+        for column in ("skill", "uri", "server reached by", "approved", "status"):
+            table.add_column(column, overflow="fold")
+        for record in records:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(record.granted_at))
+            status = (
+                f"[red]revoked[/red]: {_safe(record.revoked, 300)}"
+                if record.revoked
+                else f"{len(record.files or ())} files"
+            )
+            table.add_row(
+                _safe(f"{record.label}:{record.name}"),
+                _safe(record.uri, 2000),
+                _safe(record.identity, 2000),
+                when,
+                status,
+            )
+        self.out.print(table)
+        if not records:
+            self.out.print("[dim]No remembered approvals.[/dim]")
+
     def block(self, block: ContextBlock, *, as_json: bool) -> None:
         if as_json:
             self.json(block.to_json())
@@ -264,55 +297,239 @@ class Terminal:
             self.text(block.text())
 
 
+_SHORT_DIGEST = 12
+
+
+def _short(digest: str) -> str:
+    algorithm, _, hexdigest = digest.partition(":")
+    return f"{algorithm}:{hexdigest[:_SHORT_DIGEST]}"
+
+
+def _relative(root: str, uri: str) -> str:
+    return uri.removeprefix(root + "/")
+
+
+_CHOICE_TEXT = {
+    "o": "approve [bold]o[/bold]nce",
+    "s": "for this [bold]s[/bold]ession",
+    "r": "[bold]r[/bold]emember",
+    "v": "[bold]v[/bold]iew SKILL.md first",
+    "e": "review [bold]e[/bold]ach one",
+    "d": "[bold]d[/bold]eny",
+}
+_SCOPES = {"o": Scope.ONCE, "s": Scope.SESSION, "r": Scope.REMEMBER}
+NO_TERMINAL = "cannot ask: no terminal; use --approve-once or `skillward approve`"
+
+
 class TerminalApprover:
-    """Asks the person at the terminal, showing what the skill is and where it is from."""
+    """Asks the person at the terminal, showing what the skill is and where it is from.
+
+    A :class:`~skillward.approvals.Prompter` (an ``ApprovalBook`` remembers the
+    answers), and an :class:`~skillward.approvals.Approver` on its own. Everything
+    from a server is escaped; long text is wrapped, never cut. With no terminal it
+    raises :class:`~skillward.errors.NoTerminal`, which says how to approve instead.
+    """
 
     def __init__(self, terminal: Terminal, *, stdin: TextIO | None = None) -> None:
         self.terminal = terminal
         self.stdin = stdin or sys.stdin
 
-    def describe(self, request: ActivationRequest) -> str:
+    @property
+    def console(self) -> Console:
+        return self.terminal.err
+
+    # --- what is shown ----------------------------------------------------------------
+
+    def describe(self, question: Question | ActivationRequest) -> Group:
+        """Everything a careful person needs to decide on one skill."""
+        if isinstance(question, ActivationRequest):
+            question = Question(question)
+        request = question.request
         record = request.record
-        lines = [
-            f"Load skill [bold]{_safe(record.name)}[/bold] from "
-            f"{_origin(record.origin.kind, record.origin.label)}?",
-            f"description: {_safe(record.description, 500)}",
-        ]
-        if record.origin.is_mcp:
-            lines.append(
-                "[yellow]Its text is written by the server and will reach the model as "
-                "untrusted input.[/yellow]"
+        facts = Table.grid(padding=(0, 2))
+        facts.add_column(style="bold", no_wrap=True)
+        facts.add_column(overflow="fold")
+        facts.add_row("skill", _safe(record.name))
+        origin = _origin(record.origin.kind, record.origin.label)
+        if request.identity:
+            origin += f", reached by {_safe(request.identity, 2000)}"
+        facts.add_row("from", origin)
+        if record.origin.is_mcp and record.origin.detail:
+            facts.add_row(
+                "", f"reports its name as {_safe(record.origin.detail, 200)} (unverified)"
             )
         entry = record.entry
         if entry is not None:
-            if entry.is_dynamic:
-                lines.append("[red]Its content is dynamic and cannot be verified.[/red]")
-            else:
-                lines.append(f"{len(entry.manifest)} files, {_size(entry.total_size)}")
-        tools = request.allowed_tools
-        if tools:
-            lines.append(
-                f"[yellow]It asks for tools: {_safe(tools, 300)} (requested, not granted)[/yellow]"
+            facts.add_row("uri", _safe(entry.uri, 2000))
+        else:
+            facts.add_row("directory", _safe(record.directory, 2000))
+        facts.add_row("description", _safe(record.description, 4096))
+        fields = entry.frontmatter.as_dict() if entry else {}
+        if "license" in fields:
+            facts.add_row("license", _safe(fields["license"], 2000))
+        parts: list[RenderableType] = [facts]
+        if record.origin.is_mcp:
+            parts.append(
+                "[yellow]Its text is written by the server and reaches the model as "
+                "untrusted input.[/yellow]"
             )
+        if entry is not None:
+            parts.append(self._files(entry))
+        if question.change:
+            parts.append(self._change(question.change, entry.root if entry else None))
+        requests = self._not_granted(request)
+        if requests:
+            parts.append(requests)
         if request.nested_in:
             enclosing = ", ".join(_safe(key.locator) for key in request.nested_in)
-            lines.append(
+            parts.append(
                 f"[yellow]It is nested inside {enclosing}; approving that skill did not "
                 "approve this one.[/yellow]"
             )
-        return "\n".join(lines)
+        for collision in request.collisions:
+            parts.append(f"[yellow]collision:[/yellow] {_safe(collision, 1000)}")
+        if question.remember_unavailable:
+            parts.append(
+                f"[dim]remember is not offered: {_safe(question.remember_unavailable, 500)}[/dim]"
+            )
+        return Group(*parts)
+
+    def _files(self, entry: SkillEntry) -> RenderableType:
+        if entry.is_dynamic:
+            return "[red]Its content is dynamic and cannot be verified.[/red]"
+        table = Table(
+            title=f"{len(entry.manifest)} files, {_size(entry.total_size)}",
+            title_justify="left",
+            box=None,
+            padding=(0, 2, 0, 0),
+        )
+        table.add_column("file", overflow="fold")
+        table.add_column("size", justify="right", no_wrap=True)
+        table.add_column("digest", no_wrap=True)
+        root = str(entry.root)
+        for uri in sorted(entry.manifest):
+            item = entry.manifest[uri]
+            table.add_row(_safe(_relative(root, uri), 2000), _size(item.size), _short(item.digest))
+        return table
+
+    def _change(self, change: Change, root: object) -> RenderableType:
+        prefix = str(root) if root is not None else ""
+        lines = ["[bold yellow]Changed since it was approved:[/bold yellow]"]
+        for sign, files, what in (
+            ("~", change.modified, "changed"),
+            ("+", change.added, "added"),
+            ("-", change.removed, "removed"),
+        ):
+            lines.extend(f"  {sign} {_safe(_relative(prefix, u), 2000)} ({what})" for u in files)
+        if change.frontmatter:
+            shown = ", ".join(_safe(name, 100) for name in change.frontmatter)
+            lines.append(f"  frontmatter fields changed: {shown}")
+        if change.server:
+            before, after = change.server
+            lines.append(
+                f"  the label now reaches another server: was {_safe(before, 2000)}, "
+                f"now {_safe(after, 2000)}"
+            )
+        if change.dynamic is not None:
+            lines.append("  now dynamic" if change.dynamic else "  no longer dynamic")
+        if change.revoked:
+            lines.append(f"  the approval was revoked: {_safe(change.revoked, 500)}")
+        return Text.from_markup("\n".join(lines), overflow="fold")
+
+    def _not_granted(self, request: ActivationRequest) -> RenderableType | None:
+        lines = []
+        if request.allowed_tools:
+            lines.append(f"  allowed-tools: {_safe(request.allowed_tools, 2000)}")
+        if request.hooks:
+            lines.append(f"  hooks: {_safe(request.hooks, 2000)} (never run)")
+        entry = request.record.entry
+        for uri in request.nested_skill_files:
+            where = _relative(str(entry.root), uri) if entry else uri
+            lines.append(f"  nested skill {_safe(where, 2000)} (needs its own approval)")
+        if not lines:
+            return None
+        head = "[yellow]It asks for more; approving it does not grant these:[/yellow]"
+        return Text.from_markup("\n".join([head, *lines]), overflow="fold")
+
+    def _show(self, renderable: RenderableType | str) -> None:
+        # Wrap to the terminal and fold long words: never crop what a person approves.
+        self.console.print(renderable, soft_wrap=False, overflow="fold", crop=False)
+
+    # --- asking -----------------------------------------------------------------------
+
+    def _read(self, choices: list[str]) -> str:
+        """One of ``choices``. Enter and end of input mean deny; anything not offered is
+        asked again."""
+        offered = ", ".join(_CHOICE_TEXT[c] for c in choices)
+        while True:
+            self.console.print(f"{offered}? [dim](d)[/dim]: ", end="", soft_wrap=False)
+            line = self.stdin.readline()
+            if not line:
+                self.console.print()
+                return "d"
+            answer = line.strip().lower()[:1] or "d"
+            if answer in choices:
+                return answer
+            self.console.print(f"Please answer one of: {', '.join(choices)}.")
+
+    async def _view(self, request: ActivationRequest) -> None:
+        assert request.viewer is not None
+        try:
+            text = await request.viewer()
+        except SkillwardError as error:
+            self.terminal.error(error)
+            return
+        self._show(Rule("SKILL.md, verified; shown to you only, not to the model"))
+        for line in text.splitlines():
+            self._show(Text(printable(line, limit=100_000), overflow="fold"))
+        self._show(Rule())
+
+    async def _one(self, question: Question, heading: str) -> Answer:
+        self._show(Rule(heading))
+        self._show(self.describe(question))
+        choices = ["o", "s"]
+        if question.remember_unavailable is None:
+            choices.append("r")
+        if question.request.viewer is not None:
+            choices.append("v")
+        choices.append("d")
+        while True:
+            choice = await anyio.to_thread.run_sync(self._read, choices)
+            if choice == "v":
+                await self._view(question.request)
+                continue
+            if choice in _SCOPES:
+                return Answer(Decision.APPROVE, _SCOPES[choice])
+            return Answer(Decision.DENY)
+
+    async def ask(self, questions: Sequence[Question]) -> list[Answer]:
+        if not questions:
+            return []
+        if not self.stdin.isatty():
+            first = questions[0].request.key
+            raise NoTerminal(NO_TERMINAL, server=first.origin, uri=first.locator)
+        if len(questions) == 1:
+            return [await self._one(questions[0], "approve loading this skill?")]
+        total = len(questions)
+        for number, question in enumerate(questions, 1):
+            self._show(Rule(f"skill {number} of {total} waiting for approval"))
+            self._show(self.describe(question))
+        choices = ["o", "s"]
+        if all(q.remember_unavailable is None for q in questions):
+            choices.append("r")
+        choices += ["e", "d"]
+        self._show(Rule(f"approve all {total} skills?"))
+        choice = await anyio.to_thread.run_sync(self._read, choices)
+        if choice in _SCOPES:
+            return [Answer(Decision.APPROVE, _SCOPES[choice]) for _ in questions]
+        if choice == "e":
+            return [
+                await self._one(q, f"skill {n} of {total}: approve loading it?")
+                for n, q in enumerate(questions, 1)
+            ]
+        return [Answer(Decision.DENY) for _ in questions]
 
     async def decide(self, request: ActivationRequest) -> Decision:
-        if not self.stdin.isatty():
-            self.terminal.note("not approved: no terminal to ask (use --approve-once)")
-            return Decision.DENY
-        self.terminal.err.print(Panel(self.describe(request), title="approval", expand=False))
-
-        def ask() -> bool:
-            answer: Any = Confirm.ask(
-                "Load it?", default=False, console=self.terminal.err, stream=self.stdin
-            )
-            return bool(answer)
-
-        approved = await anyio.to_thread.run_sync(ask)
-        return Decision.APPROVE if approved else Decision.DENY
+        """As an Approver on its own: ask, and remember nothing."""
+        (answer,) = await self.ask([Question(request, remember_unavailable="nothing is stored")])
+        return answer.decision

@@ -17,19 +17,29 @@ from tests.support.trees import build_tree, skill_md, write
 TIMEOUT = 60
 EXAMPLES = f"examples={sys.executable} -m skillward serve"
 TAMPERED = f"{EXAMPLES} --tamper {DEMO_TAMPERED_URI}"
+NO_KEYRING = "keyring.backends.fail.Keyring"
 
 
 def run(
-    *args: str, home: Path, stdin: str = "", columns: int = 200
+    *args: str,
+    home: Path,
+    stdin: str = "",
+    columns: int = 200,
+    keyring: str | None = NO_KEYRING,
 ) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
         "HOME": str(home),
         "XDG_CONFIG_HOME": str(home / ".config"),
         "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
         "COLUMNS": str(columns),
         "NO_COLOR": "1",
     }
+    # No keyring unless a test asks for the real one (the session's Secret Service).
+    env.pop("PYTHON_KEYRING_BACKEND", None)
+    if keyring is not None:
+        env["PYTHON_KEYRING_BACKEND"] = keyring
     return subprocess.run(
         [sys.executable, "-m", "skillward", *args],
         capture_output=True,
@@ -104,11 +114,108 @@ def test_load_json_gives_the_same_block_as_json(tmp_path: Path) -> None:
     assert block["origin"]["label"] == "examples"
 
 
-def test_load_without_approval_and_no_terminal_exits_3(tmp_path: Path) -> None:
+def test_load_without_approval_and_no_terminal_exits_3_with_one_message(tmp_path: Path) -> None:
     result = run("load", "refunds", "--no-local", "--server", EXAMPLES, home=tmp_path)
     assert result.returncode == 3
     assert result.stdout == ""
-    assert "not approved" in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert "cannot ask: no terminal; use --approve-once or `skillward approve`" in line
+
+
+def test_approve_remember_without_a_keyring_records_nothing_and_exits_3(tmp_path: Path) -> None:
+    result = run("approve", "refunds", "--yes", "--no-local", "--server", EXAMPLES, home=tmp_path)
+    assert result.returncode == 3
+    assert "fail Keyring" in result.stderr
+    assert "not remembered" in result.stderr
+    listed = run("approvals", "list", "--json", home=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    data = json.loads(listed.stdout)
+    assert data["approvals"] == []
+    assert "fail Keyring" in data["remember_unavailable"]
+
+
+def test_approve_for_the_session_with_yes_says_nothing_is_kept(tmp_path: Path) -> None:
+    result = run(
+        "approve",
+        "refunds",
+        "--yes",
+        "--scope",
+        "session",
+        "--json",
+        "--no-local",
+        "--server",
+        EXAMPLES,
+        home=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["scope"] == "session"
+
+
+def secret_service_or_skip(home: Path) -> None:
+    probe = run("approvals", "list", "--json", home=home, keyring=None)
+    why = json.loads(probe.stdout)["remember_unavailable"] if probe.returncode == 0 else "?"
+    if why is not None:
+        pytest.skip(
+            f"no usable keyring ({why}); run under dbus-run-session with an unlocked "
+            "gnome-keyring-daemon, as .ci/run does"
+        )
+
+
+@pytest.mark.threat("T18")
+def test_approve_then_load_uses_the_remembered_approval_until_it_is_revoked(
+    tmp_path: Path,
+) -> None:
+    secret_service_or_skip(tmp_path)
+    common = ("--no-local", "--server", EXAMPLES)
+    approved = run("approve", "refunds", "--yes", *common, home=tmp_path, keyring=None)
+    assert approved.returncode == 0, approved.stderr
+    loaded = run("load", "refunds", *common, home=tmp_path, keyring=None)
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.startswith("<skillward:skill ")
+    listed = json.loads(run("approvals", "list", "--json", home=tmp_path, keyring=None).stdout)
+    (record,) = listed["approvals"]
+    assert record["label"] == "examples"
+    assert record["uri"] == "skill://acme/billing/refunds/SKILL.md"
+    assert record["identity"].startswith("stdio:")
+    assert record["revoked"] is None
+    revoked = run("approvals", "revoke", "examples:refunds", home=tmp_path, keyring=None)
+    assert revoked.returncode == 0, revoked.stderr
+    again = run("load", "refunds", *common, home=tmp_path, keyring=None)
+    assert again.returncode == 3
+    assert run("approve", "refunds", "--yes", *common, home=tmp_path, keyring=None).returncode == 0
+    assert run("approvals", "reset", home=tmp_path, keyring=None).returncode == 0
+    listed = json.loads(run("approvals", "list", "--json", home=tmp_path, keyring=None).stdout)
+    assert listed["approvals"] == []
+    assert run("load", "refunds", *common, home=tmp_path, keyring=None).returncode == 3
+
+
+@pytest.mark.threat("T22")
+def test_a_remembered_approval_does_not_follow_the_label_to_another_server(
+    tmp_path: Path,
+) -> None:
+    secret_service_or_skip(tmp_path)
+    approved = run(
+        "approve",
+        "refunds",
+        "--yes",
+        "--no-local",
+        "--server",
+        EXAMPLES,
+        home=tmp_path,
+        keyring=None,
+    )
+    assert approved.returncode == 0, approved.stderr
+    moved = f"{EXAMPLES} --name another-server"
+    result = run("load", "refunds", "--no-local", "--server", moved, home=tmp_path, keyring=None)
+    assert result.returncode == 3
+    assert result.stdout == ""
+
+
+def test_revoking_an_approval_that_does_not_exist_is_a_usage_error(tmp_path: Path) -> None:
+    secret_service_or_skip(tmp_path)
+    result = run("approvals", "revoke", "nobody:refunds", home=tmp_path, keyring=None)
+    assert result.returncode == 2
+    assert "no remembered approval" in result.stderr
 
 
 @pytest.mark.threat("T5")

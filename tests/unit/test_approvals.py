@@ -1,0 +1,336 @@
+"""Content-bound approvals: the pure decision, and the book that remembers and asks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from skillward._store import FileApprovalStore
+from skillward.approvals import (
+    ApprovalBook,
+    ApprovalRecord,
+    Approved,
+    Changed,
+    Decision,
+    NeverApproved,
+    Scope,
+    assess,
+    record_for,
+)
+from skillward.errors import RememberUnavailable
+from skillward.origins import SkillKey
+from skillward.wire import parse_entry
+from tests.support.approvals import HTTP, SKILL_MD, Scripted, make_entry, make_request, yes
+from tests.support.keys import MemoryKeys
+
+V1 = {"notes.md": b"original notes\n", "templates/email.md": b"Hello\n"}
+V2 = {**V1, "notes.md": b"rotated notes\n"}
+
+
+def approve(entry_files: dict[str, bytes]) -> ApprovalRecord:
+    entry = make_entry(entry_files)
+    return record_for(entry, label="acme", identity=HTTP, scope=Scope.REMEMBER, granted_at=1.0)
+
+
+# --- the decision function ------------------------------------------------------------------
+
+
+def test_the_same_entry_from_the_same_server_is_approved() -> None:
+    record = approve(V1)
+    assert isinstance(assess(make_entry(V1), HTTP, record), Approved)
+
+
+def test_no_record_means_never_approved() -> None:
+    assert isinstance(assess(make_entry(V1), HTTP, None), NeverApproved)
+
+
+@pytest.mark.threat("T9")
+def test_a_rotated_file_revokes_the_approval_and_names_the_file() -> None:
+    verdict = assess(make_entry(V2), HTTP, approve(V1))
+    assert isinstance(verdict, Changed)
+    assert verdict.change.modified == (f"{SKILL_MD.removesuffix('SKILL.md')}notes.md",)
+    assert not verdict.change.added
+    assert not verdict.change.removed
+
+
+@pytest.mark.threat("T9")
+def test_an_added_file_revokes_the_approval() -> None:
+    verdict = assess(make_entry({**V1, "new.sh": b"rm -rf ~\n"}), HTTP, approve(V1))
+    assert isinstance(verdict, Changed)
+    assert verdict.change.added == ("skill://acme/billing/refunds/new.sh",)
+
+
+@pytest.mark.threat("T9")
+def test_a_removed_file_revokes_the_approval() -> None:
+    verdict = assess(make_entry({"notes.md": V1["notes.md"]}), HTTP, approve(V1))
+    assert isinstance(verdict, Changed)
+    assert verdict.change.removed == ("skill://acme/billing/refunds/templates/email.md",)
+
+
+@pytest.mark.threat("T9")
+def test_a_size_alone_that_differs_revokes_the_approval() -> None:
+    honest = make_entry(V1)
+    resources = [item.model_dump(by_alias=True) for item in honest.manifest.values()]
+    notes = "skill://acme/billing/refunds/notes.md"
+    for item in resources:
+        if item["uri"] == notes:
+            item["size"] += 1
+    lying = parse_entry(
+        {"uri": SKILL_MD, "frontmatter": honest.frontmatter.as_dict(), "resources": resources}
+    )
+    verdict = assess(lying, HTTP, approve(V1))
+    assert isinstance(verdict, Changed)
+    assert verdict.change.modified == (notes,)
+
+
+@pytest.mark.threat("T7")
+@pytest.mark.threat("T9")
+def test_a_changed_frontmatter_field_revokes_the_approval_and_is_named() -> None:
+    verdict = assess(
+        make_entry(V1, extra={"allowed-tools": "Bash"}),
+        HTTP,
+        approve(V1),
+    )
+    assert isinstance(verdict, Changed)
+    assert verdict.change.frontmatter == ("allowed-tools",)
+
+
+@pytest.mark.threat("T22")
+def test_the_same_digests_under_another_uri_are_never_approved() -> None:
+    elsewhere = make_entry(V1, root="skill://other/refunds")
+    assert isinstance(assess(elsewhere, HTTP, approve(V1)), NeverApproved)
+
+
+@pytest.mark.threat("T22")
+def test_the_same_label_pointed_at_another_server_is_a_change() -> None:
+    verdict = assess(make_entry(V1), "stdio:evil-mcp --stdio", approve(V1))
+    assert isinstance(verdict, Changed)
+    assert verdict.change.server == (HTTP, "stdio:evil-mcp --stdio")
+
+
+@pytest.mark.threat("T9")
+def test_v1_served_again_after_v2_was_approved_is_a_change() -> None:
+    verdict = assess(make_entry(V1), HTTP, approve(V2))
+    assert isinstance(verdict, Changed)
+    assert verdict.change.modified
+
+
+@pytest.mark.threat("T9")
+def test_a_revoked_record_is_never_honoured_even_for_identical_content() -> None:
+    record = approve(V1).model_copy(update={"revoked": "the skill changed"})
+    verdict = assess(make_entry(V1), HTTP, record)
+    assert isinstance(verdict, Changed)
+    assert verdict.change.revoked == "the skill changed"
+
+
+@pytest.mark.threat("T19")
+def test_a_remembered_record_never_covers_a_dynamic_skill() -> None:
+    entry = make_entry(dynamic=True)
+    record = record_for(entry, label="acme", identity=HTTP, scope=Scope.REMEMBER, granted_at=1.0)
+    assert isinstance(assess(entry, HTTP, record), NeverApproved)
+    session = record.model_copy(update={"scope": Scope.SESSION})
+    assert isinstance(assess(entry, HTTP, session), Approved)
+
+
+@pytest.mark.threat("T9")
+@given(
+    original=st.dictionaries(
+        st.sampled_from(["a.md", "b.md", "c/d.md", "e.bin"]), st.binary(max_size=8), max_size=4
+    ),
+    changed=st.dictionaries(
+        st.sampled_from(["a.md", "b.md", "c/d.md", "e.bin"]), st.binary(max_size=8), max_size=4
+    ),
+)
+def test_any_difference_in_the_file_set_is_a_change_and_no_difference_is_approval(
+    original: dict[str, bytes], changed: dict[str, bytes]
+) -> None:
+    record = approve(original)
+    verdict = assess(make_entry(changed), HTTP, record)
+    if original == changed:
+        assert isinstance(verdict, Approved)
+    else:
+        assert isinstance(verdict, Changed)
+
+
+# --- the book ---------------------------------------------------------------------------
+
+
+def book(prompter: Scripted, tmp_path: Path, keys: MemoryKeys | None = None) -> ApprovalBook:
+    store = FileApprovalStore(tmp_path / "approvals.json", keys=keys or MemoryKeys())
+    return ApprovalBook(prompter, store=store, clock=lambda: 1000.0)
+
+
+@pytest.mark.anyio
+async def test_a_remembered_approval_is_used_by_the_next_process_without_asking(
+    tmp_path: Path,
+) -> None:
+    keys = MemoryKeys()
+    first = Scripted([yes(Scope.REMEMBER)])
+    request = make_request(make_entry(V1))
+    assert await book(first, tmp_path, keys).decide(request) is Decision.APPROVE
+    later = Scripted()
+    assert await book(later, tmp_path, keys).decide(request) is Decision.APPROVE
+    assert later.asked == []
+
+
+@pytest.mark.anyio
+async def test_once_is_asked_again_and_session_is_not(tmp_path: Path) -> None:
+    prompter = Scripted([yes(Scope.ONCE), yes(Scope.SESSION)])
+    approvals = book(prompter, tmp_path)
+    request = make_request(make_entry(V1))
+    for _ in range(3):
+        assert await approvals.decide(request) is Decision.APPROVE
+    assert len(prompter.asked) == 2
+
+
+@pytest.mark.anyio
+@pytest.mark.threat("T9")
+async def test_a_change_revokes_the_stored_approval_so_v1_returning_asks_again(
+    tmp_path: Path,
+) -> None:
+    keys = MemoryKeys()
+    prompter = Scripted([yes(Scope.REMEMBER)])
+    approvals = book(prompter, tmp_path, keys)
+    assert await approvals.decide(make_request(make_entry(V1))) is Decision.APPROVE
+    # The server now serves v2: asked, with the difference, and the person says no.
+    assert await approvals.decide(make_request(make_entry(V2))) is Decision.DENY
+    change = prompter.questions[-1].change
+    assert change is not None
+    assert change.modified == ("skill://acme/billing/refunds/notes.md",)
+    # v1 again, in a new process: the stored approval was revoked, so it asks.
+    again = Scripted()
+    assert await book(again, tmp_path, keys).decide(make_request(make_entry(V1))) is Decision.DENY
+    assert again.questions[0].change is not None
+    assert again.questions[0].change.revoked
+
+
+@pytest.mark.anyio
+@pytest.mark.threat("T9")
+async def test_the_host_revocation_holds_in_the_store_and_the_session(tmp_path: Path) -> None:
+    keys = MemoryKeys()
+    prompter = Scripted([yes(Scope.REMEMBER), yes(Scope.SESSION)])
+    approvals = book(prompter, tmp_path, keys)
+    request = make_request(make_entry(V1))
+    await approvals.decide(request)
+    await approvals.revoke(request.key, reason="the skill changed while loaded")
+    assert await approvals.decide(request) is Decision.APPROVE  # asked again: session
+    assert len(prompter.asked) == 2
+    await approvals.revoke(request.key, reason="changed again")
+    assert await approvals.decide(request) is Decision.DENY
+    stored = FileApprovalStore(tmp_path / "approvals.json", keys=keys).get(request.key)
+    assert stored is not None
+    assert stored.revoked == "the skill changed while loaded"
+
+
+@pytest.mark.anyio
+@pytest.mark.threat("T19")
+async def test_a_dynamic_skill_is_never_remembered_at_most_the_session(tmp_path: Path) -> None:
+    notes: list[str] = []
+    prompter = Scripted([yes(Scope.REMEMBER)])
+    approvals = ApprovalBook(
+        prompter,
+        store=FileApprovalStore(tmp_path / "approvals.json", keys=MemoryKeys()),
+        notify=notes.append,
+    )
+    request = make_request(make_entry(dynamic=True))
+    assert await approvals.decide(request) is Decision.APPROVE
+    assert prompter.questions[0].remember_unavailable is not None
+    assert not (tmp_path / "approvals.json").exists()
+    assert await approvals.decide(request) is Decision.APPROVE  # the session holds it
+    assert len(prompter.asked) == 1
+    assert len(notes) == 1
+
+
+@pytest.mark.anyio
+async def test_without_a_keyring_remember_falls_back_to_the_session_and_says_so_once(
+    tmp_path: Path,
+) -> None:
+    notes: list[str] = []
+    keys = MemoryKeys(refuse="the keyring backend 'fail Keyring' is not a recommended one")
+    prompter = Scripted([yes(Scope.REMEMBER), yes(Scope.REMEMBER)])
+    approvals = ApprovalBook(
+        prompter,
+        store=FileApprovalStore(tmp_path / "approvals.json", keys=keys),
+        notify=notes.append,
+    )
+    for root in ("skill://acme/one", "skill://acme/two"):
+        assert await approvals.decide(make_request(make_entry(root=root))) is Decision.APPROVE
+    assert len(notes) == 1
+    assert "fail Keyring" in notes[0]
+    assert not (tmp_path / "approvals.json").exists()
+
+
+@pytest.mark.anyio
+async def test_granting_remember_without_a_keyring_raises_instead_of_narrowing(
+    tmp_path: Path,
+) -> None:
+    keys = MemoryKeys(refuse="the keyring backend 'fail Keyring' is not a recommended one")
+    approvals = book(Scripted(), tmp_path, keys)
+    with pytest.raises(RememberUnavailable, match="fail Keyring"):
+        await approvals.grant(make_request(make_entry(V1)), yes(Scope.REMEMBER))
+
+
+@pytest.mark.anyio
+async def test_skills_waiting_at_the_same_time_are_asked_in_one_grouped_prompt(
+    tmp_path: Path,
+) -> None:
+    prompter = Scripted([yes(Scope.SESSION), yes(Scope.ONCE), yes(Scope.SESSION)])
+    approvals = book(prompter, tmp_path)
+    requests = [make_request(make_entry(root=f"skill://acme/s{i}")) for i in range(3)]
+    results: list[Decision] = []
+
+    async def one(index: int) -> None:
+        results.append(await approvals.decide(requests[index]))
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            for index in range(3):
+                group.start_soon(one, index)
+    assert results == [Decision.APPROVE] * 3
+    assert [len(batch) for batch in prompter.asked] == [3]
+
+
+@pytest.mark.anyio
+async def test_decide_many_asks_once_about_only_the_unapproved(tmp_path: Path) -> None:
+    prompter = Scripted([yes(Scope.SESSION), yes(Scope.SESSION), yes(Scope.ONCE)])
+    approvals = book(prompter, tmp_path)
+    first = make_request(make_entry(root="skill://acme/first"))
+    await approvals.decide(first)
+    others = [make_request(make_entry(root=f"skill://acme/s{i}")) for i in range(2)]
+    decisions = await approvals.decide_many([first, *others])
+    assert decisions == [Decision.APPROVE] * 3
+    assert [len(batch) for batch in prompter.asked] == [1, 2]
+
+
+@pytest.mark.anyio
+async def test_approving_a_skill_never_approves_another_uri_or_label(tmp_path: Path) -> None:
+    prompter = Scripted([yes(Scope.REMEMBER)])
+    approvals = book(prompter, tmp_path)
+    await approvals.decide(make_request(make_entry(V1)))
+    other_label = make_request(make_entry(V1), label="mirror")
+    assert await approvals.decide(other_label) is Decision.DENY
+    assert prompter.questions[-1].change is None  # never approved: nothing to compare
+
+
+@pytest.mark.anyio
+async def test_records_carry_scope_time_policy_version_and_no_grants_by_default(
+    tmp_path: Path,
+) -> None:
+    keys = MemoryKeys()
+    store = FileApprovalStore(tmp_path / "approvals.json", keys=keys)
+    approvals = ApprovalBook(
+        Scripted([yes(Scope.REMEMBER)]), store=store, clock=lambda: 42.0, policy_version="p7"
+    )
+    request = make_request(make_entry(V1))
+    await approvals.decide(request)
+    record = store.get(SkillKey("acme", SKILL_MD))
+    assert record is not None
+    assert (record.scope, record.granted_at, record.policy_version) == (Scope.REMEMBER, 42.0, "p7")
+    assert record.grants.tools == ()
+    assert record.grants.execution is False
+    assert record.identity == HTTP
+    assert [f.uri for f in record.files or ()] == sorted(make_entry(V1).manifest)

@@ -1,0 +1,258 @@
+"""The approval store: tamper evidence, rollback, bad files kept aside, locking."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import filelock
+import pytest
+
+from skillward._store import FileApprovalStore
+from skillward.approvals import ApprovalRecord, Scope, record_for
+from skillward.config import Limits
+from skillward.errors import RememberUnavailable, StoreTampered
+from skillward.origins import SkillKey
+from tests.support.approvals import HTTP, make_entry
+from tests.support.keys import MemoryKeys
+
+pytestmark = pytest.mark.threat("T18")
+
+
+def remembered(name: str, notes: bytes = b"notes\n") -> ApprovalRecord:
+    entry = make_entry({"notes.md": notes}, root=f"skill://acme/{name}")
+    return record_for(entry, label="acme", identity=HTTP, scope=Scope.REMEMBER, granted_at=5.0)
+
+
+ONE, TWO = remembered("one"), remembered("two")
+
+
+@pytest.fixture
+def keys() -> MemoryKeys:
+    return MemoryKeys()
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "data" / "approvals.json"
+
+
+def fresh(path: Path, keys: MemoryKeys) -> FileApprovalStore:
+    """A store as a new process would see it (nothing cached)."""
+    return FileApprovalStore(path, keys=keys, clock=lambda: 0.0)
+
+
+def aside(path: Path) -> list[Path]:
+    return sorted(path.parent.glob(f"{path.name}.untrusted-*"))
+
+
+def test_a_remembered_approval_reads_back_in_a_new_process(path: Path, keys: MemoryKeys) -> None:
+    fresh(path, keys).put(ONE)
+    assert fresh(path, keys).get(ONE.key) == ONE
+    assert os.stat(path).st_mode & 0o777 == 0o600
+
+
+def test_every_single_byte_changed_at_every_offset_makes_the_approval_fail(
+    path: Path, keys: MemoryKeys
+) -> None:
+    store = fresh(path, keys)
+    store.put(ONE)
+    store.put(TWO)
+    original = path.read_bytes()
+    # 0x20 flips letter case (hex digits included); 0x01 moves to a neighbouring value.
+    for offset in range(len(original)):
+        for mask in (0x01, 0x20):
+            changed = bytearray(original)
+            changed[offset] ^= mask
+            path.write_bytes(bytes(changed))
+            reader = fresh(path, keys)
+            assert reader.get(ONE.key) is None, (offset, mask)
+            assert reader.get(TWO.key) is None, (offset, mask)
+            assert len(reader.problems) == 1, (offset, mask)
+            assert not path.exists()
+            for bad in aside(path):
+                assert bad.read_bytes() == bytes(changed)
+                bad.unlink()
+
+
+def test_an_older_authentic_copy_put_back_is_detected(path: Path, keys: MemoryKeys) -> None:
+    store = fresh(path, keys)
+    store.put(ONE)
+    older = path.read_bytes()  # ONE approved, authentic, generation 1
+    store.revoke(ONE.key, reason="the skill changed")
+    path.write_bytes(older)
+    reader = fresh(path, keys)
+    assert reader.get(ONE.key) is None
+    (problem,) = reader.problems
+    assert isinstance(problem, StoreTampered)
+    assert "older copy" in problem.message
+    assert [p.read_bytes() for p in aside(path)] == [older]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda data: data[: len(data) // 2], id="truncated"),
+        pytest.param(lambda data: data[:-1], id="last-byte-cut"),
+        pytest.param(lambda data: b"", id="empty"),
+        pytest.param(lambda data: b"\x00garbage\xff" * 40, id="garbage"),
+        pytest.param(lambda data: data + b"\n", id="appended"),
+    ],
+)
+def test_a_damaged_store_grants_nothing_is_kept_aside_and_prompting_starts_again(
+    path: Path, keys: MemoryKeys, damage: object
+) -> None:
+    fresh(path, keys).put(ONE)
+    assert callable(damage)
+    bad = damage(path.read_bytes())
+    path.write_bytes(bad)
+    reported: list[StoreTampered] = []
+    reader = FileApprovalStore(path, keys=keys, report=reported.append)
+    assert reader.get(ONE.key) is None
+    assert len(reported) == 1
+    assert str(path) in reported[0].message
+    assert [p.read_bytes() for p in aside(path)] == [bad]
+    reader.put(TWO)  # approving again works, with a fresh store
+    assert fresh(path, keys).get(TWO.key) == TWO
+    assert fresh(path, keys).problems == []
+
+
+def test_a_missing_or_rotated_key_makes_every_stored_approval_untrusted(
+    path: Path, keys: MemoryKeys
+) -> None:
+    fresh(path, keys).put(ONE)
+    keys.rotate()
+    assert fresh(path, keys).get(ONE.key) is None
+    assert len(aside(path)) == 1
+    fresh(path, keys).put(ONE)
+    keys.secret = None
+    assert fresh(path, keys).get(ONE.key) is None
+    assert len(aside(path)) == 2
+
+
+def test_an_unusable_keyring_grants_nothing_refuses_writes_and_leaves_the_file(
+    path: Path, keys: MemoryKeys
+) -> None:
+    fresh(path, keys).put(ONE)
+    before = path.read_bytes()
+    keys.refuse = "the keyring is locked"
+    store = fresh(path, keys)
+    assert store.get(ONE.key) is None
+    with pytest.raises(RememberUnavailable, match="locked"):
+        store.put(TWO)
+    assert store.revoke(ONE.key, reason="x") is False
+    assert path.read_bytes() == before
+    assert aside(path) == []
+    keys.refuse = None
+    assert fresh(path, keys).get(ONE.key) == ONE
+
+
+@pytest.mark.threat("T27")
+def test_a_write_whose_counter_update_was_lost_is_accepted_and_repaired(
+    path: Path, keys: MemoryKeys
+) -> None:
+    fresh(path, keys).put(ONE)
+    keys.counter -= 1  # the writer died between os.replace and the keyring update
+    assert fresh(path, keys).get(ONE.key) == ONE
+    assert keys.counter == 1
+
+
+def test_a_store_ahead_of_the_keyring_counter_is_untrusted(path: Path, keys: MemoryKeys) -> None:
+    fresh(path, keys).put(ONE)
+    fresh(path, keys).put(TWO)
+    keys.counter = 0
+    assert fresh(path, keys).get(ONE.key) is None
+    assert len(aside(path)) == 1
+
+
+@pytest.mark.threat("T28")
+def test_a_symlink_in_place_of_the_store_is_refused_and_its_target_untouched(
+    path: Path, keys: MemoryKeys, tmp_path: Path
+) -> None:
+    fresh(path, keys).put(ONE)
+    target = tmp_path / "elsewhere.json"
+    target.write_bytes(path.read_bytes())
+    path.unlink()
+    path.symlink_to(target)
+    assert fresh(path, keys).get(ONE.key) is None
+    assert target.read_bytes()  # the link was moved aside, not followed
+    assert [p.is_symlink() for p in aside(path)] == [True]
+
+
+def test_a_revoked_record_stays_revoked_and_reset_forgets_everything_with_a_new_key(
+    path: Path, keys: MemoryKeys
+) -> None:
+    store = fresh(path, keys)
+    store.put(ONE)
+    assert store.revoke(ONE.key, reason="changed") is True
+    assert store.revoke(ONE.key, reason="again") is False
+    record = fresh(path, keys).get(ONE.key)
+    assert record is not None
+    assert record.revoked == "changed"
+    old_key = keys.secret
+    fresh(path, keys).reset()
+    assert keys.secret != old_key
+    assert fresh(path, keys).records() == []
+
+
+def test_another_process_s_write_is_seen_without_a_restart(path: Path, keys: MemoryKeys) -> None:
+    mine, theirs = fresh(path, keys), fresh(path, keys)
+    assert mine.get(ONE.key) is None
+    theirs.put(ONE)
+    assert mine.get(ONE.key) == ONE
+    theirs.reset()
+    assert mine.get(ONE.key) is None
+    assert mine.problems == []  # a reset by another process is not tampering
+
+
+@pytest.mark.threat("T28")
+def test_a_symlink_at_the_lock_path_is_never_followed_and_refuses_instead_of_crashing(
+    path: Path, keys: MemoryKeys, tmp_path: Path
+) -> None:
+    target = tmp_path / "precious"
+    target.write_bytes(b"keep me")
+    path.parent.mkdir(parents=True)
+    store = fresh(path, keys)
+    store.lock_path.symlink_to(target)
+    with pytest.raises(RememberUnavailable, match="cannot lock"):
+        store.put(ONE)
+    assert target.read_bytes() == b"keep me"
+    assert store.get(ONE.key) is None
+
+
+def test_temp_files_of_writers_that_died_are_swept_under_the_lock(
+    path: Path, keys: MemoryKeys
+) -> None:
+    fresh(path, keys).put(ONE)
+    leftover = path.parent / f".{path.name}.dead1234.tmp"
+    leftover.write_bytes(b"half a store")
+    fresh(path, keys).put(TWO)
+    assert not leftover.exists()
+
+
+def test_a_store_held_by_another_process_for_too_long_refuses_instead_of_hanging(
+    path: Path, keys: MemoryKeys
+) -> None:
+    store = FileApprovalStore(path, keys=keys, limits=Limits(store_lock_timeout=0.2))
+    store.put(ONE)
+    with filelock.FileLock(store.lock_path), pytest.raises(RememberUnavailable, match="held"):
+        FileApprovalStore(path, keys=keys, limits=Limits(store_lock_timeout=0.2)).put(TWO)
+
+
+def test_a_store_larger_than_the_limit_is_not_read(path: Path, keys: MemoryKeys) -> None:
+    store = FileApprovalStore(path, keys=keys)
+    store.put(ONE)
+    small = FileApprovalStore(path, keys=keys, limits=Limits(max_store_bytes=64))
+    assert small.get(ONE.key) is None
+    assert "larger than 64 bytes" in small.problems[0].message
+
+
+def test_only_content_bound_remembered_records_are_stored(path: Path, keys: MemoryKeys) -> None:
+    session = ONE.model_copy(update={"scope": Scope.SESSION})
+    dynamic = record_for(
+        make_entry(dynamic=True), label="acme", identity=HTTP, scope=Scope.REMEMBER, granted_at=1
+    )
+    for record in (session, dynamic):
+        with pytest.raises(RememberUnavailable):
+            fresh(path, keys).put(record)
+    assert fresh(path, keys).get(SkillKey("acme", dynamic.uri)) is None
