@@ -61,6 +61,7 @@ __all__ = [
     "UnsafeApproveAll",
     "Verdict",
     "assess",
+    "content_hash",
     "content_set",
     "describe_scope",
     "entry_content",
@@ -274,6 +275,18 @@ def frontmatter_digests(
     """The digest of the whole frontmatter, and of each top-level field's value."""
     fields = tuple(sorted((k, _sha256(_canonical(v))) for k, v in frontmatter.items()))
     return _sha256(_canonical(dict(frontmatter))), fields
+
+
+def content_hash(entry: SkillEntry) -> str | None:
+    """One digest for exactly this content: the sorted (uri, digest, size) set and the
+    frontmatter. What ``skillward pin`` prints, policy pins match, and the audit trail
+    records. None for a dynamic skill, whose content nothing binds."""
+    bindings = _bindings(entry)
+    if bindings is None:
+        return None
+    files = [[b.uri, b.digest, b.size] for b in bindings]
+    frontmatter, _ = frontmatter_digests(entry.frontmatter.as_dict())
+    return _sha256(_canonical({"files": files, "frontmatter": frontmatter, "uri": entry.uri}))
 
 
 def _bindings(entry: SkillEntry) -> tuple[FileBinding, ...] | None:

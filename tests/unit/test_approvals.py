@@ -334,3 +334,26 @@ async def test_records_carry_scope_time_policy_version_and_no_grants_by_default(
     assert record.grants.execution is False
     assert record.identity == HTTP
     assert [f.uri for f in record.files or ()] == sorted(make_entry(V1).manifest)
+
+
+def test_the_content_hash_changes_with_any_file_or_frontmatter_and_not_otherwise() -> None:
+    from skillward.approvals import content_hash  # noqa: PLC0415
+
+    base = _entry_for_hash()
+    assert content_hash(base) == content_hash(_entry_for_hash())
+    assert content_hash(base) != content_hash(_entry_for_hash(digest="b"))
+    assert content_hash(base) != content_hash(_entry_for_hash(description="other"))
+    assert content_hash(base) != content_hash(_entry_for_hash(size=2))
+
+
+def _entry_for_hash(digest: str = "a", description: str = "d", size: int = 1) -> SkillEntry:
+    from skillward.wire import parse_entry  # noqa: PLC0415
+
+    uri = "skill://acme/x/SKILL.md"
+    return parse_entry(
+        {
+            "uri": uri,
+            "frontmatter": {"name": "x", "description": description},
+            "resources": [{"uri": uri, "digest": "sha256:" + digest * 64, "size": size}],
+        }
+    )
