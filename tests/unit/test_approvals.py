@@ -23,7 +23,7 @@ from skillward.approvals import (
 )
 from skillward.errors import RememberUnavailable
 from skillward.origins import SkillKey
-from skillward.wire import parse_entry
+from skillward.wire import SkillEntry, parse_entry
 from tests.support.approvals import HTTP, SKILL_MD, Scripted, make_entry, make_request, yes
 from tests.support.keys import MemoryKeys
 
@@ -347,8 +347,6 @@ def test_the_content_hash_changes_with_any_file_or_frontmatter_and_not_otherwise
 
 
 def _entry_for_hash(digest: str = "a", description: str = "d", size: int = 1) -> SkillEntry:
-    from skillward.wire import parse_entry  # noqa: PLC0415
-
     uri = "skill://acme/x/SKILL.md"
     return parse_entry(
         {
