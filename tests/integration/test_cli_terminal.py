@@ -81,14 +81,14 @@ def test_a_servers_escape_sequences_never_reach_the_terminal_around_the_approval
     )
     child.logfile_read = output
     try:
-        child.expect("Load it")
+        child.expect(r"deny\? \(d\): ")
         before_prompt = output.getvalue()
-        assert b"Load skill" in before_prompt
+        assert b"approve loading this skill?" in before_prompt
         assert b"\x1b" not in before_prompt
         assert b"approved by your administrator" not in before_prompt
         # The server dies while the person reads the prompt; then they say yes.
         os.kill(int(pid_file.read_text()), signal.SIGKILL)
-        child.sendline("y")
+        child.sendline("o")
         child.expect(pexpect.EOF)
         after_prompt = output.getvalue()[len(before_prompt) :]
     finally:

@@ -840,7 +840,7 @@ def doc_examples() -> dict[str, tuple[str, Callable[[], ContextBlock]]]:
                 uri="/home/user/.agents/skills/git-workflow/SKILL.md",
                 digest=DOC_DIGEST,
                 body="# Git workflow\n\nCheck the branch with scripts/check-branch.sh.\n",
-                root="/home/user/.agents/skills/git-workflow",
+                root="/home/user/.agents/skills/git-workflow/",
                 files=["SKILL.md", "scripts/check-branch.sh"],
                 verified=False,
             ),
