@@ -432,3 +432,29 @@ async def test_a_local_skill_over_the_file_limit_gives_an_error_block(tmp_path: 
     assert 'error="SkillTooLarge"' in text
     assert 'origin="local"' in text
     assert "local skills 'project'" in text
+
+
+# --- logging -------------------------------------------------------------------------------
+
+
+async def test_the_log_names_label_and_uri_and_never_content(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("DEBUG", logger="skillward")
+    async with world(tmp_path) as w:
+        await w.host.activate("good")
+        await w.host.read_file("good", "ref/guide.md")
+        await w.host.activate("wrong-digest")
+        with pytest.raises(DigestMismatch):
+            await w.host.read_file("wrong-digest", "ref/guide.md")
+        with pytest.raises(CrossOriginDenied):
+            await w.host.read_resource("trusted", "skill://acme/billing")
+    records = [r for r in caplog.records if r.name == "skillward"]
+    text = "\n".join(r.getMessage() for r in records)
+    assert "connected hostile" in text
+    assert "activated hostile:skill://good/SKILL.md" in text
+    assert "verified skill://good/ref/guide.md from hostile" in text
+    assert "verification failed for skill://wrong-digest/ref/guide.md from hostile" in text
+    assert "cross-origin read of skill://acme/billing on trusted refused" in text
+    assert "guide for good" not in text  # never content
+    assert all(r.levelname in {"DEBUG", "INFO"} for r in records)
