@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +39,7 @@ from types import TracebackType
 from typing import Any, NoReturn, Self
 
 import anyio
+import anyio.to_thread
 
 from skillward._local import (
     LocalSkillDir,
@@ -105,6 +106,22 @@ from skillward.wire import ResourceItem, SkillEntry
 __all__ = ["TOOL_SCHEMAS", "Activation", "ContextSink", "HostConfig", "SkillHost"]
 
 logger = logging.getLogger("skillward")
+
+#: Content from this many bytes is neutralised in a worker thread (see _off_loop).
+_OFF_LOOP_BYTES = 256 * 1024
+
+
+def _off_loop(build: Callable[..., ContextBlock]) -> Callable[..., Awaitable[ContextBlock]]:
+    """``build``, run in a worker thread when the content is large: neutralising megabytes
+    is CPU work that would otherwise stall every task on the event loop."""
+
+    async def run(**fields: Any) -> ContextBlock:
+        if len(fields.get("data", fields.get("body", b""))) < _OFF_LOOP_BYTES:
+            return build(**fields)
+        return await anyio.to_thread.run_sync(lambda: build(**fields))
+
+    return run
+
 
 ContextSink = Callable[[ContextBlock], None]
 
@@ -422,7 +439,7 @@ class SkillHost:
             self.cache.put(CacheKey(label, entry.uri, verified.file.digest), verified.file.data)
         root = entry.root
         files = sorted(root.file_path(parse_uri(uri)) for uri in entry.manifest)
-        block = skill_block(
+        block = await _off_loop(skill_block)(
             origin=record.origin,
             uri=entry.uri,
             digest=None if entry.is_dynamic else verified.file.digest,
@@ -554,7 +571,7 @@ class SkillHost:
         if not record.origin.is_mcp:
             assert record.directory is not None
             shown, data = read_local_file(Path(record.directory), path, limits=self.limits)
-            block = file_block(
+            block = await _off_loop(file_block)(
                 origin=record.origin,
                 uri=shown,
                 digest=sha256_digest(data),
@@ -578,7 +595,7 @@ class SkillHost:
         if entry.is_dynamic:
             self._check_dynamic(record)
             data = await self._fetch_dynamic(connection, record, uri)
-            block = file_block(
+            block = await _off_loop(file_block)(
                 origin=record.origin, uri=uri, digest=sha256_digest(data), data=data, verified=False
             )
             return self._emit(block)
@@ -586,7 +603,7 @@ class SkillHost:
             verified = await self._verified(connection, manifest_item(entry, uri, server=label))
         except IntegrityError as error:
             await self._after_failure(record, entry, error)
-        block = file_block(
+        block = await _off_loop(file_block)(
             origin=record.origin, uri=uri, digest=verified.digest, data=verified.data, verified=True
         )
         return self._emit(block)
@@ -714,7 +731,7 @@ class SkillHost:
         )
         if item is not None:
             verified = await self._verified(connection, item)
-            block = resource_block(
+            block = await _off_loop(resource_block)(
                 origin=origin, uri=text, data=verified.data, verified=True, digest=verified.digest
             )
             return self._emit(block)
@@ -725,7 +742,7 @@ class SkillHost:
             if not self._has_directory_read(connection):
                 raise
             return await self._live_directory(connection, origin, text)
-        block = resource_block(
+        block = await _off_loop(resource_block)(
             origin=origin, uri=text, data=data, verified=False, digest=sha256_digest(data)
         )
         return self._emit(block)
