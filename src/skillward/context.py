@@ -191,9 +191,14 @@ _CHUNK: Final = 1 << 18
 #: possessive quantifiers keep the lookahead linear on long whitespace runs.
 _MARKER_RE: Final = re.compile(r"[<\uFE64\uFF1C](?=\s*+[/\uFF0F]?\s*+skillward)", re.IGNORECASE)
 #: The UTF-8 of the characters other than ASCII letters that IGNORECASE matches in
-#: "skillward" (long s, Kelvin sign), with the letters they match: folding them in the
-#: lowered bytes makes counting "skillward" there count every match of the marker's word.
-_MARKER_FOLDS: Final = ((b"\xc5\xbf", b"s"), (b"\xe2\x84\xaa", b"k"))
+#: "skillward" (dotted and dotless i, long s, Kelvin sign), with the letters they match:
+#: folded in the lowered bytes, counting "skillward" there counts every match of the word.
+_MARKER_FOLDS: Final = (
+    (b"\xc4\xb0", b"i"),
+    (b"\xc4\xb1", b"i"),
+    (b"\xc5\xbf", b"s"),
+    (b"\xe2\x84\xaa", b"k"),
+)
 
 #: Content in which more than one character in this many bytes (about 3%) would be marked
 #: is shown base64-encoded instead. Each mark adds at most 7 bytes ("\x01" becomes
