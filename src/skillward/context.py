@@ -204,7 +204,8 @@ _MARKER_FOLDS: Final = (
 #: is shown base64-encoded instead. Each mark adds at most 7 bytes ("\x01" becomes
 #: "[U+0001]"), so marked content grows by at most 22%, and marking takes bounded time.
 _MARK_SHARE: Final = 32
-#: Content this small is marked however much of it is hidden: 512 marks, 3.5 KiB at most.
+#: The share is of at least this many bytes, so up to 512 marks (3.5 KiB more) are always
+#: shown, however short the content.
 _MARK_ALLOWANCE: Final = 16384
 
 

@@ -298,7 +298,7 @@ class SkillEntry(WireModel):
                 raise ValueError(f"resources lists {item.uri[:200]!r} more than once")
             seen.add(item.uri)
             try:
-                inside = parse_uri(item.uri).is_within(root)
+                inside = root.holds(item.uri)
             except InvalidUri as exc:
                 raise ValueError(f"resources item {item.uri[:200]!r}: {exc.message}") from None
             if not inside:

@@ -88,8 +88,8 @@ def _entries() -> list[list[dict[str, Any]]]:
 
 
 def _beyond() -> list[list[dict[str, Any]]]:
-    # One response four times the response limit: the transport buffers it all.
-    count = 4 * LIMITS.max_list_response_bytes // 80_000
+    # One response 16 times the response limit: the transport buffers it all.
+    count = 16 * LIMITS.max_list_response_bytes // 80_000
     return [[_entry(i, files=LIMITS.max_skill_files) for i in range(count)]]
 
 

@@ -685,7 +685,7 @@ def test_text_marked_no_more_than_one_character_in_32_bytes_stays_text() -> None
 
 
 @pytest.mark.threat("T21")
-def test_short_text_is_marked_however_much_of_it_is_hidden() -> None:
+def test_up_to_512_marks_are_shown_however_short_the_text() -> None:
     block = skill(body="\u202e" * 512)
     assert block.encoding == "text"
     assert block.content == "[U+202E]" * 512
