@@ -16,7 +16,6 @@ Each is a separate process so the measurement holds nothing but the client.
 from __future__ import annotations
 
 import json
-import resource
 import sys
 from pathlib import Path
 from typing import Any
@@ -127,9 +126,18 @@ def spec(shape: str) -> ServerSpec:
     return ServerSpec(label="listings", transport=transport)
 
 
-def _resident_bytes() -> int:
-    with open("/proc/self/statm") as statm:  # Linux only, like the test
-        return int(statm.read().split()[1]) * resource.getpagesize()
+def _status_bytes(field: str) -> int:
+    """A memory figure of this process from /proc/self/status (Linux only, like the test)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) * 1024  # reported in kB
+    raise LookupError(field)
+
+
+def _reset_peak() -> None:
+    # Peak resident memory then restarts from the current figure. (getrusage's ru_maxrss
+    # would not do: Linux carries it over from the parent process across fork and exec.)
+    Path("/proc/self/clear_refs").write_text("5")
 
 
 async def measure(shape: str) -> dict[str, Any]:
@@ -139,7 +147,8 @@ async def measure(shape: str) -> dict[str, Any]:
     outcome: dict[str, Any] = {"shape": shape}
     with anyio.fail_after(300):
         async with SkillsClient.connect(spec(shape)) as client:
-            before = _resident_bytes()
+            before = _status_bytes("VmRSS")
+            _reset_peak()
             try:
                 listing = await client.list_skills()
             except SkillwardError as error:
@@ -147,8 +156,7 @@ async def measure(shape: str) -> dict[str, Any]:
             else:
                 outcome["entries"] = len(listing.entries)
                 outcome["rejected"] = len(listing.rejected)
-    # ru_maxrss is in KiB on Linux; the peak may predate `before` only by the imports.
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+            peak = _status_bytes("VmHWM")
     outcome["growth_mb"] = max(peak - before, 0) / 1e6
     return outcome
 
