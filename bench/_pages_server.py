@@ -9,34 +9,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import anyio
-import mcp_types as types
-from mcp.server import Server
-from mcp.server.stdio import stdio_server
 
-from skillward._methods import SkillsListParams
-from skillward.wire import EXTENSION_ID
+sys.path.insert(0, str(Path(__file__).parent.parent))
 
+from tests.support.listings import pages_server
 
-def build(pages: list[dict[str, Any]]) -> Server[Any]:
-    async def list_skills(ctx: Any, params: SkillsListParams) -> dict[str, Any]:
-        return pages[int(params.cursor or 0)]
-
-    async def no_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=[])
-
-    server: Server[Any] = Server("pages", on_list_resources=no_resources)
-    server.extensions[EXTENSION_ID] = {"directoryRead": False}
-    server.add_request_handler("skills/list", SkillsListParams, list_skills)
-    return server
-
-
-async def serve(server: Server[Any]) -> None:
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
-
+from skillward.server import serve_stdio
 
 if __name__ == "__main__":
-    anyio.run(serve, build(json.loads(Path(sys.argv[1]).read_text())))
+    anyio.run(serve_stdio, pages_server(json.loads(Path(sys.argv[1]).read_text())))

@@ -35,7 +35,7 @@ from skillward.wire import ResourceItem
 
 FILES = 512
 SKILL_BYTES = 16 * 1024 * 1024
-ROUNDS = 3
+ROUNDS = 5
 
 
 class _Yes:

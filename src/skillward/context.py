@@ -171,6 +171,9 @@ def _astral_invisible_re(raw: bytes) -> re.Pattern[str] | None:
     # Single bytes first: memchr finds those far faster than two-byte prefixes.
     if not any(lead in raw for lead in _ASTRAL_LEADS):
         return None
+    # Emoji, the common supplementary-plane characters, all start F0 9F: none is invisible.
+    if b"\xf3" not in raw and raw.count(b"\xf0") == raw.count(b"\xf0\x9f"):
+        return None
     present = tuple(prefix for prefix in _ASTRAL_GROUPS if prefix in raw)
     if not present:
         return None
@@ -198,6 +201,14 @@ _MARKER_FOLDS: Final = (
     (b"\xc4\xb1", b"i"),
     (b"\xc5\xbf", b"s"),
     (b"\xe2\x84\xaa", b"k"),
+)
+
+#: ASCII strings up to this long are checked with one regex search before anything else.
+_SHORT: Final = 1024
+#: What could need a change in ASCII text, bar the boundary: a control character, or the
+#: word every marker holds.
+_SHORT_SUSPECT_RE: Final = re.compile(
+    "[" + "".join(f"\\x{c:02x}" for c in _ASCII_INVISIBLE) + "]|skillward", re.IGNORECASE
 )
 
 #: Content in which more than one character in this many bytes (about 3%) would be marked
@@ -249,8 +260,13 @@ def neutralise(text: str, boundary: str) -> str:
     """
     if not isinstance(boundary, str) or not _BOUNDARY_RE.fullmatch(boundary):
         raise UsageError("a block boundary must be 32 lowercase hex digits")
-    result = _neutralise(text, boundary, None)
-    assert result is not None  # no budget, so never given up
+    return _marked(text, boundary, None)
+
+
+def _marked(text: str, boundary: str, findings: _Findings | None) -> str:
+    """:func:`_neutralise` with no budget, which never gives up."""
+    result = _neutralise(text, boundary, findings)
+    assert result is not None
     return result
 
 
@@ -268,6 +284,10 @@ def _neutralise(
     (returns None, ``findings`` untouched) as soon as more characters than that would be
     marked. Text with nothing to mark costs a few passes of bytes methods and no copy.
     """
+    # Attribute values and other short strings: one regex search beats the passes below.
+    short = len(text) <= _SHORT and text.isascii()
+    if short and not _SHORT_SUSPECT_RE.search(text) and boundary not in text.lower():
+        return text
     if raw is None:
         raw = text.encode("utf-8", "surrogatepass")
     found = _Findings()
@@ -292,8 +312,8 @@ def _neutralise(
     # bytes.lower() changes ASCII letters only: with the folds, every copy of the boundary
     # (ASCII hex) and every match of "skillward", in any letter case, is found here.
     folded = raw.lower()
-    for utf8, letter in _MARKER_FOLDS:
-        if utf8 in folded:
+    for utf8, letter in () if text.isascii() else _MARKER_FOLDS:
+        if utf8[:1] in folded and utf8 in folded:  # memchr first: much the faster search
             folded = folded.replace(utf8, letter)
     if boundary.encode("ascii") in folded:
         # Never by chance (the boundary is fresh), so no need to be fast.
@@ -316,6 +336,8 @@ def _mark_pass(
     text: str, pattern: re.Pattern[str], counts: dict[int, int], budget: int | None
 ) -> tuple[str, int] | None:
     """Replace what ``pattern`` finds by ``[U+XXXX]``, chunk by chunk; None over budget."""
+    if pattern.search(text) is None:
+        return text, 0  # one scan, no copy
     out: list[str] = []
     marked = 0
     for start in range(0, len(text), _CHUNK):
@@ -351,7 +373,14 @@ def _bounded(value: str, boundary: str) -> str:
     return value[:_ATTR_LIMIT] + "..." if len(value) > _ATTR_LIMIT else value
 
 
+#: Printable ASCII but the characters html.escape changes: no step below changes such a
+#: value (with no "<" it holds no marker) unless it holds the boundary.
+_PLAIN_ATTR_RE: Final = re.compile(r"[ !#-%(-;=?-~]*\Z")
+
+
 def _attr(value: str, boundary: str) -> str:
+    if len(value) <= _ATTR_LIMIT and _PLAIN_ATTR_RE.match(value) and boundary not in value.lower():
+        return value
     # Neutralised first, so invisible characters show as [U+XXXX] as in content; then
     # printable() escapes newlines and whatever else is left; then html.escape makes
     # quotes and angle brackets inert inside the double-quoted value.
@@ -705,6 +734,7 @@ def _build(
     *,
     content: str = "",
     raw: bytes | None = None,
+    binary: bytes | None = None,
     untrusted: Iterable[str | None] = (),
     extra_flags: Sequence[str] = (),
     **fields: Any,
@@ -713,19 +743,24 @@ def _build(
 
     ``raw`` is ``content`` as UTF-8, given for the content of a skill, file or resource:
     when marking would add more than half its size, it is shown base64-encoded instead.
+    With ``binary``, the content is those bytes base64-encoded.
     """
     _trust_of(origin)  # refuse an unknown origin kind before doing any work
     boundary = _new_boundary()
     findings = _Findings()
     flags = list(extra_flags)
-    if raw is None:
-        shown = _neutralise(content, boundary, findings)
+    if binary is not None:
+        shown = _base64_content(binary, boundary, findings)
+    elif raw is None:
+        shown = _marked(content, boundary, findings)
     else:
         budget = max(len(raw), _MARK_ALLOWANCE) // _MARK_SHARE
-        shown = _neutralise(content, boundary, findings, raw=raw, budget=budget)
-        if shown is None:
+        marked = _neutralise(content, boundary, findings, raw=raw, budget=budget)
+        if marked is not None:
+            shown = marked
+        else:
             # Marking it all would multiply its size: show it like binary content.
-            shown = _base64(raw)
+            shown = _base64_content(raw, boundary, findings)
             fields["encoding"] = "base64"
             flags.append(
                 f"{FLAG_TOO_MANY_MARKS}: more than {budget} characters in {len(raw)} bytes"
@@ -754,10 +789,13 @@ def _build(
     return block
 
 
-def _base64(data: bytes) -> str:
-    # 76-character lines, as MIME writes base64; decoders skip the newlines.
+def _base64_content(data: bytes, boundary: str, findings: _Findings) -> str:
+    """``data`` base64-encoded in 76-character lines, as MIME writes it (decoders skip the
+    newlines), and neutralised: the alphabet holds no invisible character and no "<", so
+    only a copy of the boundary could need a change, and never does by chance."""
     encoded = base64.b64encode(data).decode("ascii")
-    return "\n".join([encoded[i : i + 76] for i in range(0, len(encoded), 76)])
+    text = "\n".join([encoded[i : i + 76] for i in range(0, len(encoded), 76)])
+    return _marked(text, boundary, findings) if boundary in text.lower() else text
 
 
 def catalog_block(items: Sequence[CatalogItem]) -> ContextBlock:
@@ -817,7 +855,7 @@ def _data_block(
         return _build(
             kind,
             origin,
-            content=_base64(data),
+            binary=data,
             untrusted=[uri, digest],
             extra_flags=(FLAG_BINARY,),
             encoding="base64",

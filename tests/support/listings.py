@@ -101,23 +101,28 @@ SHAPES = {
 }
 
 
-def build_server(shape: str) -> Server[Any]:
-    pages = SHAPES[shape]()
+def pages_server(pages: list[dict[str, Any]]) -> Server[Any]:
+    """A minimal skills server answering ``skills/list`` with ``pages``, a list of whole
+    results, whose cursors are their indexes as strings."""
 
     async def list_skills(ctx: Any, params: SkillsListParams) -> dict[str, Any]:
-        index = int(params.cursor or 0)
-        result: dict[str, Any] = {"skills": pages[index]}
-        if index + 1 < len(pages):
-            result["nextCursor"] = str(index + 1)
-        return result
+        return pages[int(params.cursor or 0)]
 
     async def no_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
         return types.ListResourcesResult(resources=[])
 
-    server: Server[Any] = Server("listings", on_list_resources=no_resources)
+    server: Server[Any] = Server("pages", on_list_resources=no_resources)
     server.extensions[EXTENSION_ID] = {"directoryRead": False}
     server.add_request_handler("skills/list", SkillsListParams, list_skills)
     return server
+
+
+def build_server(shape: str) -> Server[Any]:
+    pages = SHAPES[shape]()
+    results: list[dict[str, Any]] = [{"skills": page} for page in pages]
+    for index, result in enumerate(results[:-1]):
+        result["nextCursor"] = str(index + 1)
+    return pages_server(results)
 
 
 def spec(shape: str) -> ServerSpec:

@@ -631,7 +631,9 @@ def test_marker_folds_are_every_other_character_ignorecase_matches_in_skillward(
         assert re.fullmatch(letter.decode(), utf8.decode(), flags=re.IGNORECASE)
 
 
-HIDDEN = st.sampled_from(["\x01", "\x1b", "\u200b", "\U000e0041", "\ufe0f", "\ud800", "\x85"])
+HIDDEN = st.sampled_from(
+    ["\x01", "\x1b", "\u200b", "\U000e0041", "\U0001d173", "\ufe0f", "\ud800", "\x85"]
+)
 SHOWN = st.sampled_from(["a", "é", "文", "😀", "\n", " ", "<", FIXED])
 MARKERS = st.sampled_from(
     ["<skillward", "</ skillward", "\uff1c\u017fkillward", "<\n/\u212a\u0131llward"]
