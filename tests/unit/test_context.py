@@ -622,6 +622,12 @@ def test_marks_across_a_chunk_edge_are_judged_by_the_character_before(around: st
     assert neutralise(text, FIXED) == reference_neutralise(text, FIXED)
 
 
+@pytest.mark.threat("T21")
+def test_invisible_supplementary_characters_are_found_among_emoji() -> None:
+    body = "\U0001f600" * 100 + "\U0001d173\U0001f600\U000e0041"
+    assert neutralise(body, FIXED).endswith("[U+1D173]\U0001f600[U+E0041]")
+
+
 def test_marker_folds_are_every_other_character_ignorecase_matches_in_skillward() -> None:
     everything = "".join(chr(cp) for cp in range(0x110000) if not 0xD800 <= cp < 0xE000)
     found = set(re.findall("[skilwrad]", everything, flags=re.IGNORECASE))
