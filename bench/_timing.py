@@ -49,13 +49,18 @@ async def side_by_side(
     return best[0], best[1]
 
 
-def _verdict(value: float, goal: float, unit: str) -> str:
+def _verdict(value: float, goal: float | None, unit: str) -> str:
+    if goal is None:
+        return "(no goal set)"
     holds = "holds" if value <= goal else "MISSED"
     return f"(goal <= {goal:g}{unit}: {holds})"
 
 
-def report(name: str, measured: float, baseline_name: str, baseline: float, *, goal: float) -> None:
-    """A time against its baseline from the same process, as a ratio with its goal."""
+def report(
+    name: str, measured: float, baseline_name: str, baseline: float, *, goal: float | None = None
+) -> None:
+    """A time against its baseline from the same process, as a ratio with its goal (every
+    benchmark here gives one; a line without says so)."""
     ratio = measured / baseline
     print(
         f"{name}: {measured * 1000:.1f} ms; {baseline_name}: {baseline * 1000:.1f} ms; "
