@@ -1,14 +1,28 @@
-"""Listing 10,000 skills over stdio: SkillsClient.list_skills() against a bare mcp.Client
-doing the same paged skills/list calls with no validation, on the same server.
+"""Listing 10,000 skills over stdio: `skillward serve` against a minimal mcp server.
+
+The minimal server (bench/_pages_server.py) answers skills/list from the very pages
+`skillward serve` sent, precomputed in a JSON file. Measured separately:
+
+* start-up: from launching the server to an initialized session (`skillward serve`
+  scans and parses every skill first; the minimal server reads one JSON file);
+* the listing: one paged skills/list walk by the same bare mcp.Client on a warm session;
+* the client's side: SkillsClient.list_skills (listing bounds, every entry validated)
+  against that bare walk, both from the minimal server.
+
+Goals: the listing walk within 1.5x of the minimal server. Start-up does the real work
+of scanning and verifying every skill, so its goal (5x) and the client's (5x) are
+guards against regressions rather than targets.
 
 Run: .venv/bin/python bench/bench_list_stdio.py
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +30,16 @@ import anyio
 from mcp import Client, StdioServerParameters
 from pydantic import BaseModel, ConfigDict
 
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _timing import report, side_by_side
 from skillward._methods import SkillsListParams, SkillsListRequest
 from skillward.client import SkillsClient
 from skillward.servers import ServerSpec, StdioTransport
 
 SKILLS = 10_000
-PAGE_SIZE = "500"
-ROUNDS = 3
+PAGE_SIZE = 500
+ROUNDS = 7
 
 
 class _Raw(BaseModel):
@@ -39,49 +56,106 @@ def make_tree(root: Path) -> None:
         (skill / "notes.md").write_text(f"notes {i}\n")
 
 
-async def bare_listing(client: Client) -> int:
-    count, cursor = 0, None
+async def walk(client: Client) -> list[dict[str, Any]]:
+    """Every skills/list page, as received, with no validation."""
+    pages, cursor = [], None
     while True:
         result: Any = await client.session.send_request(
             SkillsListRequest(params=SkillsListParams(cursor=cursor)), _Raw
         )
-        extra = result.model_extra or {}
-        count += len(extra["skills"])
-        cursor = extra.get("nextCursor")
+        pages.append(dict(result.model_extra or {}))
+        cursor = pages[-1].get("nextCursor")
         if not cursor:
-            return count
+            return pages
 
 
-async def best(fn: Any) -> float:
-    times = []
-    for _ in range(ROUNDS):
+def params(argv: list[str]) -> StdioServerParameters:
+    return StdioServerParameters(command=argv[0], args=argv[1:])
+
+
+def start_up(argv: list[str]) -> Callable[[], Awaitable[float]]:
+    async def run() -> float:
         started = time.perf_counter()
-        await fn()
-        times.append(time.perf_counter() - started)
-    return min(times)
+        async with Client(params(argv), cache=None) as client:
+            elapsed = time.perf_counter() - started
+            assert client.server_capabilities is not None
+        return elapsed
+
+    return run
+
+
+async def best_start_up(serve: list[str], minimal: list[str]) -> tuple[float, float]:
+    best = [float("inf"), float("inf")]
+    for _ in range(3):
+        for index, argv in enumerate((serve, minimal)):
+            best[index] = min(best[index], await start_up(argv)())
+    return best[0], best[1]
 
 
 async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
+        root = Path(tmp) / "skills"
         make_tree(root)
-        argv = [sys.executable, "-m", "skillward", "serve", str(root), "--page-size", PAGE_SIZE]
+        serve = [sys.executable, "-m", "skillward", "serve", str(root)]
+        serve += ["--page-size", str(PAGE_SIZE)]
+        async with Client(params(serve), cache=None) as client:
+            pages = await walk(client)
+        # The same pages, with the minimal server's own cursors.
+        for index, page in enumerate(pages):
+            if "nextCursor" in page:
+                page["nextCursor"] = str(index + 1)
+        pages_file = Path(tmp) / "pages.json"
+        pages_file.write_text(json.dumps(pages))
+        minimal = [sys.executable, str(Path(__file__).parent / "_pages_server.py")]
+        minimal.append(str(pages_file))
+
+        serve_start, minimal_start = await best_start_up(serve, minimal)
+        async with (
+            Client(params(serve), cache=None) as served,
+            Client(params(minimal), cache=None) as bare,
+        ):
+            assert sum(len(p["skills"]) for p in await walk(bare)) == SKILLS
+            serve_walk, minimal_walk = await side_by_side(
+                lambda: walk(served), lambda: walk(bare), repeat=ROUNDS
+            )
         spec = ServerSpec(
-            label="bench", transport=StdioTransport(command=argv[0], args=tuple(argv[1:]))
+            label="bench", transport=StdioTransport(command=minimal[0], args=tuple(minimal[1:]))
         )
-        async with Client(
-            StdioServerParameters(command=argv[0], args=argv[1:]), cache=None
-        ) as bare:
-            assert await bare_listing(bare) == SKILLS
-            baseline = await best(lambda: bare_listing(bare))
-        async with SkillsClient.connect(spec) as client:
-            listing = await client.list_skills()
-            assert len(listing.entries) == SKILLS
-            measured = await best(client.list_skills)
-    print(f"skills/list of {SKILLS} skills over stdio, pages of {PAGE_SIZE}")
+        async with (
+            SkillsClient.connect(spec) as client,
+            Client(params(minimal), cache=None) as bare,
+        ):
+            assert len((await client.list_skills()).entries) == SKILLS
+            validated, unvalidated = await side_by_side(
+                client.list_skills, lambda: walk(bare), repeat=ROUNDS
+            )
+
+    count = len(pages)
+    print(f"skills/list of {SKILLS} skills over stdio, {count} pages of {PAGE_SIZE}")
+    report(
+        "start-up, skillward serve (scan, parse, verify every skill)",
+        serve_start,
+        "minimal server reading the pages from JSON",
+        minimal_start,
+        goal=5.0,
+    )
+    report(
+        "listing walk, skillward serve",
+        serve_walk,
+        "minimal server with the same precomputed pages",
+        minimal_walk,
+        goal=1.5,
+    )
     print(
-        f"SkillsClient.list_skills (validated): {measured * 1000:.0f} ms; "
-        f"bare mcp.Client: {baseline * 1000:.0f} ms; ratio {measured / baseline:.2f}x"
+        f"  per page: skillward serve {serve_walk / count * 1000:.1f} ms; "
+        f"minimal server {minimal_walk / count * 1000:.1f} ms"
+    )
+    report(
+        "SkillsClient.list_skills (bounded, validated)",
+        validated,
+        "bare mcp.Client walk",
+        unvalidated,
+        goal=5.0,
     )
 
 

@@ -1,5 +1,8 @@
 """Validating a 10,000-entry skills/list result, against json.loads of the same bytes.
 
+Goal (a guard against regressions): the listing bounds and every entry invariant for
+at most 25 times the cost of decoding the JSON at all.
+
 Run: .venv/bin/python bench/bench_list_validation.py
 """
 
@@ -13,7 +16,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _timing import best_of, report
-from skillward.wire import parse_skills_page
+from skillward.config import Limits
+from skillward.wire import json_size, parse_skills_page
 
 ENTRIES = 10_000
 
@@ -51,9 +55,22 @@ def main() -> None:
     page = parse_skills_page(json.loads(data))
     assert len(page.entries) == ENTRIES
     assert not page.rejected
-    measured = best_of(lambda: parse_skills_page(json.loads(data)))
+    limits = Limits(max_list_response_bytes=len(data) * 2)
+
+    def validate() -> None:
+        raw = json.loads(data)
+        json_size(raw, limit=limits.max_list_response_bytes)
+        parse_skills_page(raw, limits=limits)
+
+    measured = best_of(validate)
     print(f"skills/list of {ENTRIES} entries, {len(data) / 1e6:.1f} MB")
-    report("json.loads + full validation", measured, "json.loads", baseline)
+    report(
+        "json.loads + listing bounds + full validation",
+        measured,
+        "json.loads",
+        baseline,
+        goal=25,
+    )
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ speaks the SEP-2640 methods. It is deliberately narrow:
   :class:`~skillward.errors.CapabilityMissing` otherwise;
 * every operation runs under one overall deadline (a whole listing walk
   included), so a stalling server cannot hold the host;
-* listing walks are bounded in pages and entries and refuse repeated cursors;
+* listing walks are bounded in pages, entries, files and bytes (checked before a
+  page's entries are built) and refuse repeated cursors;
 * reads return the exact raw bytes, bypass the SDK's response cache, and cap
   the size before decoding;
 * every foreign exception becomes a :class:`~skillward.errors.SkillwardError`
@@ -76,6 +77,7 @@ from skillward.wire import (
     SkillEntry,
     SkillsCapability,
     SkillsPage,
+    json_size,
     parse_skills_page,
 )
 
@@ -90,6 +92,15 @@ class _RawResult(BaseModel):
     """Any result object, kept as received; skillward validates it itself."""
 
     model_config = ConfigDict(extra="allow")
+
+
+@dataclass(slots=True)
+class _Spent:
+    """What one listing walk has taken so far, held against the Limits."""
+
+    bytes: int = 0
+    entries: int = 0
+    files: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,24 +354,48 @@ class SkillsClient:
         self.capability()
 
         async def operation() -> SkillsPage:
-            return await self._page(cursor, seen_entries=0)
+            return await self._page(cursor, _Spent())
 
         page: SkillsPage = await self._run(operation)
         return page
 
-    async def _page(self, cursor: str | None, *, seen_entries: int) -> SkillsPage:
+    async def _page(self, cursor: str | None, spent: _Spent) -> SkillsPage:
         raw = await self._request(SkillsListRequest(params=SkillsListParams(cursor=cursor)))
-        skills = raw.get("skills")
-        if isinstance(skills, list) and seen_entries + len(skills) > self.limits.max_list_entries:
-            # Refuse before validating a single entry of an oversized listing.
-            raise ListingRunaway(
-                f"the listing has more than {self.limits.max_list_entries} entries"
-            )
+        self._check_page(raw, spent)
         page = parse_skills_page(raw, server=self.label, limits=self.limits)
         next_cursor = page.next_cursor
         if next_cursor is not None and len(next_cursor) > _MAX_CURSOR:
             raise InvalidResponse(f"nextCursor is longer than {_MAX_CURSOR} characters")
         return page
+
+    def _check_page(self, raw: dict[str, Any], spent: _Spent) -> None:
+        """Refuse a page past the listing bounds before validating a single entry of it.
+
+        The transport has already buffered and parsed the response (the SDK has no size
+        cap); what is bounded here is everything built from it and kept.
+        """
+        limits = self.limits
+        skills = raw.get("skills")
+        if isinstance(skills, list):  # if not, parse_skills_page says what is wrong
+            # Cheapest first: counting entries, then files, then walking for the bytes.
+            spent.entries += len(skills)
+            if spent.entries > limits.max_list_entries:
+                raise ListingRunaway(f"the listing has more than {limits.max_list_entries} entries")
+            spent.files += sum(
+                len(resources)
+                for skill in skills
+                if isinstance(skill, dict) and isinstance(resources := skill.get("resources"), list)
+            )
+            if spent.files > limits.max_listed_files:
+                raise ListingRunaway(f"the listing has more than {limits.max_listed_files} files")
+        size = json_size(raw, limit=limits.max_list_response_bytes)
+        if size > limits.max_list_response_bytes:
+            raise ResponseTooLarge(
+                f"a skills/list result is larger than {limits.max_list_response_bytes} bytes"
+            )
+        spent.bytes += size
+        if spent.bytes > limits.max_listing_bytes:
+            raise ListingRunaway(f"the listing is larger than {limits.max_listing_bytes} bytes")
 
     async def list_skills(self) -> SkillListing:
         """Walk every ``skills/list`` page within the configured bounds."""
@@ -373,6 +408,7 @@ class SkillsClient:
             cursor: str | None = None
             first: SkillsPage | None = None
             pages = 0
+            spent = _Spent()
             while True:
                 # In-process servers may answer without ever suspending; yield so the
                 # deadline can fire between pages.
@@ -381,7 +417,7 @@ class SkillsClient:
                     raise ListingRunaway(
                         f"the listing did not end within {self.limits.max_list_pages} pages"
                     )
-                page = await self._page(cursor, seen_entries=len(entries) + len(rejected))
+                page = await self._page(cursor, spent)
                 pages += 1
                 first = first or page
                 entries.extend(page.entries)

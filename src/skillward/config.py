@@ -30,7 +30,8 @@ class Limits:
     max_skill_files: int = SEP_MAX_SKILL_FILES
     #: Sum of ``size`` over a skill's files (SEP-2640 minimum: 16 MiB).
     max_skill_bytes: int = SEP_MAX_SKILL_BYTES
-    #: Bytes of one SKILL.md frontmatter block, delimiters excluded.
+    #: Bytes of one SKILL.md frontmatter block, delimiters excluded; also of the copy a
+    #: listing entry carries, measured as JSON (with the depth and node caps below).
     max_frontmatter_bytes: int = 64 * 1024
     #: Nesting depth of collections inside the frontmatter.
     max_frontmatter_depth: int = 16
@@ -42,6 +43,14 @@ class Limits:
     max_list_pages: int = 1000
     #: Entries one listing walk may collect.
     max_list_entries: int = 20_000
+    #: Bytes of one ``skills/list`` result, measured as JSON before any entry is built.
+    #: The transport has parsed it by then, which can hold 40 times as much (wire.md).
+    max_list_response_bytes: int = 2 * 1024 * 1024
+    #: Bytes of all the ``skills/list`` results of one listing walk, measured the same way:
+    #: room for about 15,000 entries of a few files each.
+    max_listing_bytes: int = 12 * 1024 * 1024
+    #: Manifest items (files) over all the entries of one listing walk.
+    max_listed_files: int = 65_536
     #: Folder levels scanned below a local skills directory.
     max_local_scan_depth: int = 6
     #: Directory entries one local skills directory scan may visit.

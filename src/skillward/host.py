@@ -136,6 +136,22 @@ __all__ = [
 
 logger = logging.getLogger("skillward")
 
+#: Content from this many bytes is neutralised in a worker thread (see _off_loop).
+_OFF_LOOP_BYTES = 256 * 1024
+
+
+def _off_loop(build: Callable[..., ContextBlock]) -> Callable[..., Awaitable[ContextBlock]]:
+    """``build``, run in a worker thread when the content is large: neutralising megabytes
+    is CPU work that would otherwise stall every task on the event loop."""
+
+    async def run(**fields: Any) -> ContextBlock:
+        if len(fields.get("data", fields.get("body", b""))) < _OFF_LOOP_BYTES:
+            return build(**fields)
+        return await anyio.to_thread.run_sync(lambda: build(**fields))
+
+    return run
+
+
 ContextSink = Callable[[ContextBlock], None]
 ToolStyle = Literal["mcp", "anthropic", "openai"]
 _T = TypeVar("_T")
@@ -824,7 +840,7 @@ class SkillHost:
             self.cache.put(key, verified.file.data)
         root = entry.root
         files = sorted(root.file_path(parse_uri(uri)) for uri in entry.manifest)
-        block = skill_block(
+        block = await _off_loop(skill_block)(
             origin=record.origin,
             uri=entry.uri,
             digest=None if entry.is_dynamic else verified.file.digest,
@@ -1018,7 +1034,7 @@ class SkillHost:
             shown, data = read_local_file(
                 Path(record.directory), path, limits=self.limits, label=record.origin.label
             )
-            block = file_block(
+            block = await _off_loop(file_block)(
                 origin=record.origin,
                 uri=shown,
                 digest=sha256_digest(data),
@@ -1059,7 +1075,7 @@ class SkillHost:
         if entry.is_dynamic:
             self._check_dynamic(record)
             data = await self._fetch_dynamic(connection, record, uri)
-            block = file_block(
+            block = await _off_loop(file_block)(
                 origin=record.origin, uri=uri, digest=sha256_digest(data), data=data, verified=False
             )
             return self._emit(block)
@@ -1068,7 +1084,7 @@ class SkillHost:
             verified = await self._verified(connection, item, entry.uri)
         except IntegrityError as error:
             await self._after_failure(record, entry, error)
-        block = file_block(
+        block = await _off_loop(file_block)(
             origin=record.origin, uri=uri, digest=verified.digest, data=verified.data, verified=True
         )
         return self._emit(block)
@@ -1237,7 +1253,7 @@ class SkillHost:
             if not self._has_directory_read(connection):
                 raise
             return await self._live_directory(connection, origin, text)
-        block = resource_block(
+        block = await _off_loop(resource_block)(
             origin=origin, uri=text, data=data, verified=False, digest=sha256_digest(data)
         )
         return self._emit(block)

@@ -72,6 +72,10 @@ _FAST_URI_RE = re.compile(
     r"([a-z][a-z0-9+.\-]*)://([A-Za-z0-9\-._~!$&'()*+,;=]+)((?:/[A-Za-z0-9\-._~!$&'()*+,;=:@]+)*)\Z"
 )
 _DOTS = frozenset({".", ".."})
+#: Path segments with no percent-encoding, none of them "." or "..".
+_PLAIN_PATH_RE = re.compile(
+    r"(?!\.\.?(?:/|\Z))[A-Za-z0-9\-._~!$&'()*+,;=:@]+(?:/(?!\.\.?(?:/|\Z))[A-Za-z0-9\-._~!$&'()*+,;=:@]+)*\Z"
+)
 
 
 def _check_characters(text: str, what: str, original: str) -> None:
@@ -188,6 +192,18 @@ class SkillRoot:
     @property
     def skill_md(self) -> ResourceUri:
         return ResourceUri(self.scheme, self.segments[0], (*self.segments[1:], SKILL_FILE))
+
+    def holds(self, text: str) -> bool:
+        """Whether the URI ``text`` names a file strictly inside this root; raise
+        :class:`~skillward.errors.InvalidUri` if ``text`` is not a canonical URI."""
+        prefix = f"{self}/"
+        if (
+            len(text) <= _DEFAULT_MAX_LENGTH
+            and text.startswith(prefix)
+            and _PLAIN_PATH_RE.match(text, len(prefix))
+        ):
+            return True  # the root is canonical, and so is a plain path below it
+        return parse_uri(text).is_within(self)
 
     def file_path(self, uri: ResourceUri) -> str:
         """The ``/``-joined path of ``uri`` relative to this root, or raise."""

@@ -7,12 +7,14 @@ constructed, so code holding a :class:`SkillEntry` can rely on it:
   whose final skill-path segment equals ``frontmatter.name``;
 * ``frontmatter`` is the verbatim JSON object, with ``name`` following the Agent
   Skills naming rules and ``description`` 1 to 1024 characters; unknown keys are
-  kept as they are;
+  kept as they are, within the SKILL.md frontmatter caps (bytes as JSON, depth,
+  nodes), which are checked before the object is copied;
 * ``resources`` is either ``"dynamic"`` (unverifiable) or a complete manifest:
   every item a ``{uri, digest, size}`` inside the skill's directory, each URI
   once, one of them the skill's own ``uri``, within the per-skill limits.
 
-Unknown fields from newer protocol versions are tolerated everywhere.
+Unknown fields from newer protocol versions are tolerated everywhere, and dropped
+(the frontmatter's unknown keys excepted): a server cannot make the host keep them.
 Per-skill limits come from a :class:`~skillward.config.Limits` passed through
 :func:`parse_entry` (or pydantic's validation ``context={"limits": ...}``).
 """
@@ -59,6 +61,7 @@ __all__ = [
     "SkillsCapability",
     "SkillsPage",
     "check_skill_name",
+    "json_size",
     "lint_frontmatter",
     "parse_entry",
     "parse_skills_page",
@@ -132,12 +135,59 @@ def _limits(info: ValidationInfo) -> Limits:
     return Limits()
 
 
+def json_size(
+    value: object,
+    *,
+    limit: int,
+    max_depth: int | None = None,
+    max_nodes: int | None = None,
+) -> int:
+    """About how many bytes ``value``, a parsed JSON value, takes as JSON.
+
+    Counting stops as soon as the count passes ``limit`` (the result is then above
+    ``limit``), so measuring a huge value costs no more than measuring ``limit`` bytes
+    of it. Raise ValueError when ``value`` nests containers deeper than ``max_depth`` or
+    holds more than ``max_nodes`` values, keys included. Iterative, so any depth is safe.
+    """
+    size = nodes = 0
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        nodes += 1
+        if max_nodes is not None and nodes > max_nodes:
+            raise ValueError(f"more than {max_nodes} values")
+        if isinstance(item, str):
+            size += len(item) + 2
+        elif isinstance(item, dict | list | tuple):
+            if max_depth is not None and depth >= max_depth:
+                raise ValueError(f"nests deeper than {max_depth} levels")
+            # Brackets, commas between members, and a colon per key.
+            size += 1 + len(item) * (2 if isinstance(item, dict) else 1) if item else 2
+            if size > limit:
+                return size
+            if isinstance(item, dict):
+                for key, child in item.items():
+                    stack.append((key, depth + 1))
+                    stack.append((child, depth + 1))
+            else:
+                stack.extend((child, depth + 1) for child in item)
+        elif isinstance(item, bool) or item is None:
+            size += 5
+        elif isinstance(item, int):
+            size += item.bit_length() * 3 // 10 + 1  # about its decimal digits
+        else:
+            size += 24
+        if size > limit:
+            return size
+    return size
+
+
 class WireModel(BaseModel):
-    """Base of every wire model: frozen, camelCase on the wire, unknown fields kept."""
+    """Base of every wire model: frozen, camelCase on the wire, unknown fields dropped."""
 
     model_config = ConfigDict(
         frozen=True,
-        extra="allow",
+        extra="ignore",
         alias_generator=to_camel,
         validate_by_name=True,
         validate_by_alias=True,
@@ -165,7 +215,9 @@ class ResourceItem(WireModel):
 class Frontmatter(WireModel):
     """A skill's frontmatter as the listing carries it: verbatim, unknown keys kept."""
 
-    model_config = ConfigDict(alias_generator=None)
+    # Kept, because a SKILL.md's frontmatter must equal it field by field (bounded by
+    # SkillEntry before it gets here).
+    model_config = ConfigDict(alias_generator=None, extra="allow")
 
     name: Annotated[StrictStr, AfterValidator(check_skill_name)]
     description: Annotated[StrictStr, AfterValidator(_check_description)]
@@ -185,6 +237,21 @@ class SkillEntry(WireModel):
     _root: SkillRoot = PrivateAttr()
     _skill_md: ResourceUri = PrivateAttr()
     _manifest: Mapping[str, ResourceItem] = PrivateAttr()
+
+    @field_validator("frontmatter", mode="before")
+    @classmethod
+    def _bound_frontmatter(cls, value: object, info: ValidationInfo) -> object:
+        # The SKILL.md frontmatter caps, applied to the listing's copy before it is copied.
+        limits = _limits(info)
+        size = json_size(
+            value,
+            limit=limits.max_frontmatter_bytes,
+            max_depth=limits.max_frontmatter_depth,
+            max_nodes=limits.max_frontmatter_nodes,
+        )
+        if size > limits.max_frontmatter_bytes:
+            raise ValueError(f"larger than {limits.max_frontmatter_bytes} bytes as JSON")
+        return value
 
     @field_validator("resources", mode="before")
     @classmethod
@@ -231,7 +298,7 @@ class SkillEntry(WireModel):
                 raise ValueError(f"resources lists {item.uri[:200]!r} more than once")
             seen.add(item.uri)
             try:
-                inside = parse_uri(item.uri).is_within(root)
+                inside = root.holds(item.uri)
             except InvalidUri as exc:
                 raise ValueError(f"resources item {item.uri[:200]!r}: {exc.message}") from None
             if not inside:

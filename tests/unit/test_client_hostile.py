@@ -147,6 +147,60 @@ async def test_100000_entries_across_pages_are_refused_at_the_entry_bound() -> N
     assert "5000 entries" in str(error)
 
 
+def big_entry(i: int, files: int = 512) -> dict[str, Any]:
+    root = f"skill://s{i}"
+    resources = [{"uri": f"{root}/SKILL.md", "digest": DIGEST, "size": 1}]
+    resources += [{"uri": f"{root}/f{n}", "digest": DIGEST, "size": 1} for n in range(files - 1)]
+    return {**entry(i), "resources": resources}
+
+
+async def test_a_result_past_the_response_cap_is_refused_before_its_entries_are_built() -> None:
+    page = [big_entry(i) for i in range(40)]  # about 3 MB as JSON
+
+    async def bulky(ctx: Any, params: ListParams) -> dict[str, Any]:
+        return {"skills": page}
+
+    error = await expect(ResponseTooLarge, hostile(skills_list=bulky), lambda c: c.list_skills())
+    assert "2097152 bytes" in str(error)
+
+
+async def test_pages_past_the_listing_byte_cap_are_refused() -> None:
+    page = [{**entry(i), "future": "x" * 50_000} for i in range(20)]  # 1 MB a page
+
+    async def paged(ctx: Any, params: ListParams) -> dict[str, Any]:
+        n = int(params.cursor or 0)
+        return {"skills": page, "nextCursor": str(n + 1)}
+
+    error = await expect(ListingRunaway, hostile(skills_list=paged), lambda c: c.list_skills())
+    assert "12582912 bytes" in str(error)
+
+
+async def test_files_over_all_entries_are_capped_per_server() -> None:
+    async def paged(ctx: Any, params: ListParams) -> dict[str, Any]:
+        n = int(params.cursor or 0)
+        return {"skills": [big_entry(n)], "nextCursor": str(n + 1)}
+
+    error = await expect(
+        ListingRunaway,
+        hostile(skills_list=paged),
+        lambda c: c.list_skills(),
+        limits=Limits(max_listed_files=5000),
+    )
+    assert "5000 files" in str(error)
+
+
+async def test_a_single_page_is_held_to_the_same_caps() -> None:
+    async def bulky(ctx: Any, params: ListParams) -> dict[str, Any]:
+        return {"skills": [big_entry(i) for i in range(11)]}
+
+    await expect(
+        ListingRunaway,
+        hostile(skills_list=bulky),
+        lambda c: c.list_skills_page(),
+        limits=Limits(max_listed_files=5000),
+    )
+
+
 async def test_a_stalling_listing_hits_the_overall_deadline() -> None:
     await expect(
         DeadlineExceeded,

@@ -14,7 +14,7 @@ from unittest import mock
 import anyio
 import anyio.to_thread
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skillward import context
@@ -582,6 +582,149 @@ async def test_neutralising_hostile_whitespace_runs_finishes(  # a quadratic sca
     with anyio.fail_after(30):
         block = await anyio.to_thread.run_sync(lambda: skill(body=body))
     assert block.content == body
+
+
+# --- T21: neutralisation in linear time and bounded size -----------------------------------
+
+SELECTORS = {0xFE0E, 0xFE0F}
+INVISIBLE = context._invisible_codepoints()
+
+
+def reference_neutralise(text: str, boundary: str) -> str:
+    """Neutralisation as the docs define it, one character at a time: slow but plain."""
+    out = []
+    for index, char in enumerate(text):
+        cp = ord(char)
+        before = text[index - 1] if index else ""
+        kept = cp in SELECTORS and before and not before.isspace()
+        if cp in INVISIBLE and not (kept and ord(before) not in INVISIBLE):
+            out.append(f"[U+{cp:04X}]")
+        else:
+            out.append(char)
+    marked = re.sub(re.escape(boundary), "[boundary]", "".join(out), flags=re.IGNORECASE)
+    return re.sub(r"[<\uFE64\uFF1C](?=\s*[/\uFF0F]?\s*skillward)", "&lt;", marked, flags=re.I)
+
+
+@pytest.mark.threat("T21")
+@given(st.one_of(CONTENT, st.text()))
+def test_neutralise_matches_the_character_by_character_definition(text: str) -> None:
+    assert neutralise(text, FIXED) == reference_neutralise(text, FIXED)
+
+
+@pytest.mark.threat("T21")
+@pytest.mark.parametrize(
+    "around",
+    ["x\ufe0f", "\u200b\ufe0f", " \ufe0f", "\U000e0041\ufe0f", "\x01\x02", "x\U000e0041"],
+)
+def test_marks_across_a_chunk_edge_are_judged_by_the_character_before(around: str) -> None:
+    # Marking works in chunks; a selector's verdict depends on the previous chunk's end.
+    text = "a" * (context._CHUNK - 1) + around + "b"
+    assert neutralise(text, FIXED) == reference_neutralise(text, FIXED)
+
+
+@pytest.mark.threat("T21")
+def test_invisible_supplementary_characters_are_found_among_emoji() -> None:
+    body = "\U0001f600" * 100 + "\U0001d173\U0001f600\U000e0041"
+    assert neutralise(body, FIXED).endswith("[U+1D173]\U0001f600[U+E0041]")
+
+
+def test_marker_folds_are_every_other_character_ignorecase_matches_in_skillward() -> None:
+    everything = "".join(chr(cp) for cp in range(0x110000) if not 0xD800 <= cp < 0xE000)
+    found = set(re.findall("[skilwrad]", everything, flags=re.IGNORECASE))
+    others = {char.encode() for char in found if not char.isascii()}
+    assert others == {utf8 for utf8, _ in context._MARKER_FOLDS}
+    for utf8, letter in context._MARKER_FOLDS:
+        assert re.fullmatch(letter.decode(), utf8.decode(), flags=re.IGNORECASE)
+
+
+HIDDEN = st.sampled_from(
+    ["\x01", "\x1b", "\u200b", "\U000e0041", "\U0001d173", "\ufe0f", "\ud800", "\x85"]
+)
+SHOWN = st.sampled_from(["a", "é", "文", "😀", "\n", " ", "<", FIXED])
+MARKERS = st.sampled_from(
+    ["<skillward", "</ skillward", "\uff1c\u017fkillward", "<\n/\u212a\u0131llward"]
+)
+#: Runs long enough to pass the always-marked allowance, in any mix.
+HOSTILE_TEXT = st.lists(
+    st.tuples(st.one_of(HIDDEN, SHOWN, MARKERS), st.integers(1, 3000)), max_size=12
+).map(lambda runs: "".join(piece * count for piece, count in runs))
+
+
+def utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+@pytest.mark.threat("T21")
+@settings(deadline=None)  # inputs of up to 100 KiB
+@given(HOSTILE_TEXT)
+def test_content_never_grows_past_half_its_size_whatever_it_holds(text: str) -> None:
+    with mock.patch.object(context, "_new_boundary", return_value=FIXED):
+        blocks = [skill(body=text), file(data=utf8(text)), resource(data=utf8(text))]
+    size = len(utf8(text))
+    for block in blocks:
+        assert len(utf8(block.content)) <= max(1.5 * size, size + 4096)
+        if block.encoding == "base64":
+            assert base64.b64decode(block.content) == utf8(text)
+        else:
+            assert block.content == reference_neutralise(text, FIXED)
+
+
+@pytest.mark.threat("T21")
+def test_text_that_is_mostly_invisible_is_shown_base64_with_a_flag_saying_why() -> None:
+    body = "Looks empty." + "\u200b" * 100_000
+    block = skill(body=body)
+    assert block.encoding == "base64"
+    assert base64.b64decode(block.content) == body.encode()
+    assert block.flags[0].startswith("too-many-marks: more than ")
+    assert "invisible" not in " ".join(block.flags)
+    assert ("encoding", "base64") in opening_attrs(block)
+    assert any("too many invisible" in notice for notice in block.notices())
+    assert not any("not UTF-8" in notice for notice in block.notices())
+    assert block.to_json()["encoding"] == "base64"
+
+
+@pytest.mark.threat("T21")
+def test_text_marked_no_more_than_one_character_in_32_bytes_stays_text() -> None:
+    body = ("\x01" + "a" * 31) * 10_000
+    block = file(data=body.encode())
+    assert block.encoding == "text"
+    assert block.flags == ("invisible-characters: U+0001 x10000",)
+    assert len(block.content) == len(body) + 7 * 10_000
+
+
+@pytest.mark.threat("T21")
+def test_up_to_512_marks_are_shown_however_short_the_text() -> None:
+    block = skill(body="\u202e" * 512)
+    assert block.encoding == "text"
+    assert block.content == "[U+202E]" * 512
+
+
+@pytest.mark.threat("T21")
+def test_marker_lookalikes_count_against_the_budget() -> None:
+    block = file(data=b"< skillward" * 10_000)
+    assert block.encoding == "base64"
+    assert block.flags[0].startswith("too-many-marks")
+
+
+@pytest.mark.threat("T21")
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\x01" * (16 << 20),
+        (b"\x01" + b"a" * 31) * (1 << 19),
+        ("\u200b" + "a" * 29).encode() * (1 << 19),
+        ("\U000e0041" + "a" * 28).encode() * (1 << 19),
+        b"< skillward" * (1 << 20),
+        ("x\ufe0f\ufe0f" + "a" * 57).encode() * (1 << 18),
+    ],
+    ids=["controls", "controls-at-budget", "zero-width", "tags", "markers", "selectors"],
+)
+async def test_hostile_16_mib_content_is_neutralised_within_bounds(data: bytes) -> None:
+    # Time is measured by bench/bench_neutralise.py; here only a generous deadline.
+    with anyio.fail_after(60):
+        block = await anyio.to_thread.run_sync(lambda: file(data=data))
+    assert len(block.content) <= 1.5 * len(data)
 
 
 # --- the skill block ----------------------------------------------------------------------

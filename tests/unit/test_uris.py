@@ -309,3 +309,31 @@ def test_the_fast_path_accepts_nothing_the_full_check_refuses(text: str) -> None
     except InvalidUri:
         return
     assert _parse_uri_slow(text) == fast
+
+
+_BELOW_ROOT = st.lists(
+    st.sampled_from(["a", "b.md", ".", "..", "", "%2E", "%C3%A9", "x:y@z", "\\", "?", "é", " "]),
+    max_size=5,
+).map("/".join)
+
+
+@given(
+    st.one_of(
+        _BELOW_ROOT.map(lambda path: f"{REFUNDS}/{path}"),
+        _BELOW_ROOT.map(lambda path: f"skill://acme/billing/{path}"),
+        _URI_NOISE,
+    )
+)
+def test_holds_agrees_with_parsing_then_checking_containment(text: str) -> None:
+    try:
+        expected = parse_uri(text).is_within(REFUNDS)
+    except InvalidUri:
+        with pytest.raises(InvalidUri):
+            REFUNDS.holds(text)
+        return
+    assert REFUNDS.holds(text) == expected
+
+
+def test_holds_refuses_an_overlong_uri_like_parse_uri() -> None:
+    with pytest.raises(InvalidUri, match="longer than"):
+        REFUNDS.holds(f"{REFUNDS}/" + "a" * 3000)

@@ -19,6 +19,7 @@ from skillward.wire import (
     SkillEntry,
     SkillsCapability,
     check_skill_name,
+    json_size,
     parse_entry,
     parse_skills_page,
 )
@@ -73,11 +74,15 @@ def test_frontmatter_is_kept_verbatim_with_unknown_keys() -> None:
     assert parsed.frontmatter.as_dict() == frontmatter
 
 
-def test_unknown_fields_from_newer_protocols_are_tolerated() -> None:
+@pytest.mark.threat("T11")
+def test_unknown_fields_from_newer_protocols_are_tolerated_and_dropped() -> None:
     parsed = parse_entry(
         entry(annotations={"audience": ["user"]}, resources=[item(etag="x"), item("a.md")])
     )
-    assert parsed.model_extra == {"annotations": {"audience": ["user"]}}
+    assert not parsed.model_extra
+    assert isinstance(parsed.resources, tuple)
+    assert not any(i.model_extra for i in parsed.resources)
+    assert "annotations" not in parsed.model_dump_json()
 
 
 def test_dynamic_resources_are_accepted_and_marked_unverifiable() -> None:
@@ -325,3 +330,64 @@ _json = st.recursive(
 def test_no_json_input_escapes_the_typed_errors(data: dict[str, Any]) -> None:
     with contextlib.suppress(InvalidEntry, SkillTooLarge):
         parse_entry(data)
+
+
+# --- T11: what a listing entry may cost -------------------------------------------------------
+
+_json_with_floats = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
+    lambda children: (
+        st.lists(children, max_size=6) | st.dictionaries(st.text(max_size=8), children, max_size=6)
+    ),
+    max_leaves=40,
+)
+
+
+@pytest.mark.threat("T11")
+@given(_json_with_floats, st.integers(0, 400))
+def test_json_size_stops_early_but_agrees_with_a_full_count(value: Any, limit: int) -> None:
+    full = json_size(value, limit=10**9)
+    assert (json_size(value, limit=limit) > limit) == (full > limit)
+    # An estimate of the compact JSON: within a small factor of the real thing.
+    real = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
+    assert real / 8 <= full <= 24 * real + 24
+
+
+@pytest.mark.threat("T11")
+def test_json_size_measures_any_depth_without_recursing() -> None:
+    deep: Any = "leaf"
+    for _ in range(100_000):
+        deep = [deep]
+    assert json_size(deep, limit=10**9) == 200_000 + 6
+    with pytest.raises(ValueError, match="deeper than 16"):
+        json_size(deep, limit=10**9, max_depth=16)
+    with pytest.raises(ValueError, match="more than 100 values"):
+        json_size(deep, limit=10**9, max_nodes=100)
+
+
+@pytest.mark.threat("T11")
+@pytest.mark.parametrize(
+    ("extra", "reason"),
+    [
+        ({"padding": "x" * 70_000}, "larger than 65536 bytes"),
+        ({f"k{i}": i for i in range(2100)}, "more than 4096 values"),
+        ({"deep": json.loads("[" * 20 + "]" * 20)}, "deeper than 16 levels"),
+    ],
+    ids=["bytes", "nodes", "depth"],
+)
+def test_a_listing_frontmatter_past_the_skill_md_caps_is_refused(
+    extra: dict[str, Any], reason: str
+) -> None:
+    frontmatter = {"name": "refunds", "description": "d", **extra}
+    page = parse_skills_page({"skills": [entry(frontmatter=frontmatter), entry()]})
+    assert [e.name for e in page.entries] == ["refunds"]
+    assert isinstance(page.rejected[0], InvalidEntry)
+    assert reason in str(page.rejected[0])
+
+
+@pytest.mark.threat("T11")
+def test_a_listing_frontmatter_at_the_caps_is_kept_verbatim() -> None:
+    extra = {f"k{i:04}": "v" for i in range(2040)}
+    extra["padding"] = "x" * 30_000
+    frontmatter = {"name": "refunds", "description": "d", **extra}
+    assert parse_entry(entry(frontmatter=frontmatter)).frontmatter.as_dict() == frontmatter

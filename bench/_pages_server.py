@@ -1,0 +1,22 @@
+"""A minimal mcp server answering skills/list from precomputed pages: the baseline for
+``skillward serve``'s listing in bench_list_stdio.py.
+
+Run: python bench/_pages_server.py PAGES.json   (a JSON list of skills/list results)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).parent.parent))
+
+from tests.support.listings import pages_server
+
+from skillward.server import serve_stdio
+
+if __name__ == "__main__":
+    anyio.run(serve_stdio, pages_server(json.loads(Path(sys.argv[1]).read_text())))

@@ -1,0 +1,178 @@
+"""Hostile listings at every listing limit, and what one costs a client in memory.
+
+A stdio server serves one listing shape, as large as the default ``Limits`` allow
+(or, for ``beyond``, one response past them)::
+
+    python -m tests.support.listings serve SHAPE
+
+A client process connects to that server, walks the listing, and prints as JSON how
+much its resident memory grew at the peak, and what came of the walk::
+
+    python -m tests.support.listings measure SHAPE
+
+Each is a separate process so the measurement holds nothing but the client.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server
+
+from skillward._methods import SkillsListParams
+from skillward.config import Limits
+from skillward.errors import SkillwardError
+from skillward.server import serve_stdio
+from skillward.servers import ServerSpec, StdioTransport
+from skillward.wire import EXTENSION_ID
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DIGEST = "sha256:" + "0" * 64
+LIMITS = Limits()
+#: Every shape stays this far under a byte limit, as json_size only estimates.
+_MARGIN = 0.9
+
+
+def _entry(index: int, *, files: int = 1, **extra: Any) -> dict[str, Any]:
+    root = f"skill://hostile/team-{index % 50}/skill-{index}"
+    resources = [{"uri": f"{root}/SKILL.md", "digest": DIGEST, "size": 1}]
+    resources += [
+        {"uri": f"{root}/data/file-{n:04}.txt", "digest": DIGEST, "size": 1}
+        for n in range(files - 1)
+    ]
+    frontmatter = {"name": f"skill-{index}", "description": "A skill at the limits."}
+    frontmatter.update(extra.pop("frontmatter", {}))
+    return {"uri": f"{root}/SKILL.md", "frontmatter": frontmatter, "resources": resources, **extra}
+
+
+def _fill(make: Any, *, per_entry: int, count: int | None = None) -> list[list[dict[str, Any]]]:
+    """Pages of entries from ``make(index)``, each about ``per_entry`` bytes as JSON, as
+    many as fit the listing and response byte limits (or ``count`` entries)."""
+    total = count or int(LIMITS.max_listing_bytes * _MARGIN) // per_entry
+    per_page = int(LIMITS.max_list_response_bytes * _MARGIN) // per_entry
+    entries = [make(index) for index in range(total)]
+    return [entries[start : start + per_page] for start in range(0, total, per_page)]
+
+
+def _manifests() -> list[list[dict[str, Any]]]:
+    # Full manifests up to the listed-files limit (which the bytes limit also allows).
+    skills = LIMITS.max_listed_files // LIMITS.max_skill_files
+    return _fill(lambda i: _entry(i, files=LIMITS.max_skill_files), per_entry=80_000, count=skills)
+
+
+def _frontmatter() -> list[list[dict[str, Any]]]:
+    # Frontmatter just under the node and byte caps: many small keys, then padding.
+    keys = (LIMITS.max_frontmatter_nodes - 8) // 2
+    extra: dict[str, Any] = {f"k{n:04}": str(n) for n in range(keys)}
+    extra["padding"] = "x" * (int(LIMITS.max_frontmatter_bytes * _MARGIN) - 16 * keys)
+    return _fill(lambda i: _entry(i, frontmatter=extra), per_entry=LIMITS.max_frontmatter_bytes)
+
+
+def _unknown() -> list[list[dict[str, Any]]]:
+    # Unknown fields, which the client drops: a long string and a list of small objects.
+    def make(index: int) -> dict[str, Any]:
+        return _entry(index, annotations="a" * 30_000, future=[{"n": n} for n in range(3000)])
+
+    return _fill(make, per_entry=64_000)
+
+
+def _entries() -> list[list[dict[str, Any]]]:
+    # As many small entries as the entry limit allows.
+    return _fill(_entry, per_entry=300, count=LIMITS.max_list_entries)
+
+
+def _beyond() -> list[list[dict[str, Any]]]:
+    # One response 16 times the response limit: the transport buffers it all.
+    count = 16 * LIMITS.max_list_response_bytes // 80_000
+    return [[_entry(i, files=LIMITS.max_skill_files) for i in range(count)]]
+
+
+SHAPES = {
+    "manifests": _manifests,
+    "frontmatter": _frontmatter,
+    "unknown": _unknown,
+    "entries": _entries,
+    "beyond": _beyond,
+}
+
+
+def pages_server(pages: list[dict[str, Any]]) -> Server[Any]:
+    """A minimal skills server answering ``skills/list`` with ``pages``, a list of whole
+    results, whose cursors are their indexes as strings."""
+
+    async def list_skills(ctx: Any, params: SkillsListParams) -> dict[str, Any]:
+        return pages[int(params.cursor or 0)]
+
+    async def no_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[])
+
+    server: Server[Any] = Server("pages", on_list_resources=no_resources)
+    server.extensions[EXTENSION_ID] = {"directoryRead": False}
+    server.add_request_handler("skills/list", SkillsListParams, list_skills)
+    return server
+
+
+def build_server(shape: str) -> Server[Any]:
+    pages = SHAPES[shape]()
+    results: list[dict[str, Any]] = [{"skills": page} for page in pages]
+    for index, result in enumerate(results[:-1]):
+        result["nextCursor"] = str(index + 1)
+    return pages_server(results)
+
+
+def spec(shape: str) -> ServerSpec:
+    argv = (sys.executable, "-m", "tests.support.listings", "serve", shape)
+    transport = StdioTransport(command=argv[0], args=argv[1:], cwd=str(REPO_ROOT))
+    return ServerSpec(label="listings", transport=transport)
+
+
+def _status_bytes(field: str) -> int:
+    """A memory figure of this process from /proc/self/status (Linux only, like the test)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) * 1024  # reported in kB
+    raise LookupError(field)
+
+
+def _reset_peak() -> None:
+    # Peak resident memory then restarts from the current figure. (getrusage's ru_maxrss
+    # would not do: Linux carries it over from the parent process across fork and exec.)
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+async def measure(shape: str) -> dict[str, Any]:
+    """Walk the listing of ``shape``; the peak growth of resident memory, and the outcome."""
+    from skillward.client import SkillsClient  # noqa: PLC0415 (after the baseline imports)
+
+    outcome: dict[str, Any] = {"shape": shape}
+    with anyio.fail_after(300):
+        async with SkillsClient.connect(spec(shape)) as client:
+            before = _status_bytes("VmRSS")
+            _reset_peak()
+            try:
+                listing = await client.list_skills()
+            except SkillwardError as error:
+                outcome["error"] = type(error).__name__
+            else:
+                outcome["entries"] = len(listing.entries)
+                outcome["rejected"] = len(listing.rejected)
+            peak = _status_bytes("VmHWM")
+    outcome["growth_mb"] = max(peak - before, 0) / 1e6
+    return outcome
+
+
+def main() -> None:
+    command, shape = sys.argv[1], sys.argv[2]
+    if command == "serve":
+        anyio.run(serve_stdio, build_server(shape))
+    else:
+        print(json.dumps(anyio.run(measure, shape)))
+
+
+if __name__ == "__main__":
+    main()
