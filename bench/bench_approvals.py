@@ -27,6 +27,8 @@ from skillward.wire import SkillEntry, parse_entry
 
 IDENTITY = "http:https://acme.example/mcp"
 GOAL = 1.5
+#: Not a goal of the issue: a guard that loading stays within a few json.loads of the file.
+LOAD_GUARD = 3.0
 CHECKS = 1000
 
 
@@ -103,10 +105,7 @@ def main() -> None:
         baseline = best_of(lambda: checks(small_store, probes_small))
         measured = best_of(lambda: checks(large_store, probes_large))
         print(f"{CHECKS} approval checks (store lookup + content-bound decision)")
-        report("with 10,000 records", measured, "with 10 records", baseline)
-        ratio = measured / baseline
-        verdict = "met" if ratio < GOAL else "NOT met"
-        print(f"goal: under {GOAL}x; {verdict}")
+        report("with 10,000 records", measured, "with 10 records", baseline, goal=GOAL)
 
         body = large_path.read_bytes().partition(b"\n")[2]
 
@@ -120,6 +119,7 @@ def main() -> None:
             best_of(load),
             "plain json.loads",
             best_of(lambda: json.loads(body)),
+            goal=LOAD_GUARD,
         )
 
 
