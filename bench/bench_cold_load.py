@@ -111,7 +111,8 @@ async def main() -> None:
         bare_time,
         goal=1.15,
     )
-    report("verify_file over every file", verify_time, "sha256 hexdigest", hash_time, goal=1.15)
+    # A guard, not a goal of its own: about 5 us a file over hashing, which noise can double.
+    report("verify_file over every file", verify_time, "sha256 hexdigest", hash_time, goal=1.25)
 
 
 if __name__ == "__main__":
