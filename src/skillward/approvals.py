@@ -700,10 +700,12 @@ class ApprovalBook:
             tools = Grants(tools=request.requested_tools, execution=answer.grants.execution)
             answer = dataclasses.replace(answer, grants=tools)
         answer = self._granted(request, answer)
-        scope = answer.scope
         if answer.decision is Decision.APPROVE:
-            scope = await self._record(request, answer, strict=False)
-        self._audit_answer(request, dataclasses.replace(answer, scope=scope))
+            # The scope it was recorded in: remember may have become session.
+            answer = dataclasses.replace(
+                answer, scope=await self._record(request, answer, strict=False)
+            )
+        self._audit_answer(request, answer)
         return answer
 
     async def grant(self, request: ActivationRequest, answer: Answer) -> Scope:
