@@ -237,7 +237,7 @@ def _read_bounded(path: Path, limit: int) -> bytes:
 
 def _lines(path: Path, limit: int) -> Iterator[bytes]:
     for source in (rotated(path), path):
-        yield from _read_bounded(source, limit).splitlines()
+        yield from _read_bounded(source, limit).split(b"\n")
 
 
 def read_events(

@@ -94,6 +94,7 @@ from skillward.context import (
 from skillward.errors import (
     AmbiguousName,
     ApprovalDenied,
+    ApprovalRequired,
     CapabilityMissing,
     ConfigError,
     CrossOriginDenied,
@@ -867,7 +868,12 @@ class SkillHost:
                 gate="activation",
             )
             raise
-        answer = await self._consent(request)
+        try:
+            answer = await self._consent(request)
+        except ApprovalRequired as unanswered:  # nobody could be asked (no terminal)
+            reason = f"not approved: {type(unanswered).__name__}"
+            self._record("denial", "denied", record, reason=reason, gate="activation")
+            raise
         if answer.decision is not Decision.APPROVE:
             logger.info("activation of %s:%s declined", record.origin.label, record.key.locator)
             self._record("denial", "denied", record, reason="not approved", gate="activation")
