@@ -32,7 +32,7 @@ class FakeTty(io.StringIO):
         return True
 
 
-def record(kind: str = "mcp", **frontmatter: Any) -> SkillRecord:
+def record(**frontmatter: Any) -> SkillRecord:
     uri = "skill://deploy/SKILL.md"
     fields: dict[str, object] = {"name": "deploy", "description": "Deploys", **frontmatter}
     entry = parse_entry(
@@ -42,7 +42,7 @@ def record(kind: str = "mcp", **frontmatter: Any) -> SkillRecord:
             "resources": [{"uri": uri, "digest": DIGEST, "size": 1}],
         }
     )
-    return SkillRecord.from_entry(Origin(kind, "acme", None), entry)
+    return SkillRecord.from_entry(Origin("mcp", "acme", None), entry)
 
 
 def terminal() -> tuple[Terminal, io.StringIO]:
@@ -98,7 +98,8 @@ async def test_no_tool_question_when_nothing_can_be_granted() -> None:
     assert answer.grants == Grants()
     assert "policy forbids granting them" in shown
     assert "grant these tools" not in shown
-    listed = ActivationRequest(record(**{"allowed-tools": ["Bash"]}))
+    as_list: dict[str, Any] = {"allowed-tools": ["Bash"]}
+    listed = ActivationRequest(record(**as_list))
     answer, shown = await ask("o\n", Question(listed))
     assert answer.grants == Grants()
     assert "nothing can be granted" in shown
