@@ -110,6 +110,10 @@ class AuditEvent(BaseModel):
             parts.append(self.label)
         if self.skill_uri:
             parts.append(self.skill_uri)
+        if self.tool:
+            parts.append(f"tool={self.tool}")
+        if self.target:
+            parts.append(f"target={self.target}")
         line = " ".join(parts)
         if self.reason:
             line += f": {self.reason}"

@@ -308,8 +308,6 @@ class Terminal:
                 f"{name}={value}"
                 for name, value in (
                     ("scope", event.scope),
-                    ("tool", event.tool),
-                    ("target", event.target),
                     ("resource", event.resource_uri),
                     ("content", _short(event.content_hash) if event.content_hash else None),
                 )
