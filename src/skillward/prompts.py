@@ -353,14 +353,8 @@ _SCOPES = {"o": Scope.ONCE, "s": Scope.SESSION, "r": Scope.REMEMBER}
 NO_TERMINAL = "cannot ask: no terminal; use --approve-once or `skillward approve`"
 
 
-class TerminalApprover:
-    """Asks the person at the terminal, showing what the skill is and where it is from.
-
-    A :class:`~skillward.approvals.Prompter` (an ``ApprovalBook`` remembers the
-    answers), and an :class:`~skillward.approvals.Approver` on its own. Everything
-    from a server is escaped; long text is wrapped, never cut. With no terminal it
-    raises :class:`~skillward.errors.NoTerminal`, which says how to approve instead.
-    """
+class _AtTerminal:
+    """Something that asks the person at the terminal, on stderr."""
 
     def __init__(self, terminal: Terminal, *, stdin: TextIO | None = None) -> None:
         self.terminal = terminal
@@ -369,6 +363,20 @@ class TerminalApprover:
     @property
     def console(self) -> Console:
         return self.terminal.err
+
+    def _show(self, renderable: RenderableType | str) -> None:
+        # Wrap to the terminal and fold long words: never crop what a person decides on.
+        self.console.print(renderable, soft_wrap=False, overflow="fold", crop=False)
+
+
+class TerminalApprover(_AtTerminal):
+    """Asks the person at the terminal, showing what the skill is and where it is from.
+
+    A :class:`~skillward.approvals.Prompter` (an ``ApprovalBook`` remembers the
+    answers), and an :class:`~skillward.approvals.Approver` on its own. Everything
+    from a server is escaped; long text is wrapped, never cut. With no terminal it
+    raises :class:`~skillward.errors.NoTerminal`, which says how to approve instead.
+    """
 
     # --- what is shown ----------------------------------------------------------------
 
@@ -497,10 +505,6 @@ class TerminalApprover:
         head = "[yellow]It asks for more; approving it does not grant these:[/yellow]"
         return Text.from_markup("\n".join([head, *lines]), overflow="fold")
 
-    def _show(self, renderable: RenderableType | str) -> None:
-        # Wrap to the terminal and fold long words: never crop what a person approves.
-        self.console.print(renderable, soft_wrap=False, overflow="fold", crop=False)
-
     # --- asking -----------------------------------------------------------------------
 
     def _read(self, choices: list[str]) -> str:
@@ -623,19 +627,8 @@ def _choose(console: Console, stdin: TextIO, choices: dict[str, str], default: s
         console.print(f"Please answer one of: {', '.join(choices)}.")
 
 
-class _TerminalGate:
+class _TerminalGate(_AtTerminal):
     """Asks the person at the terminal about one gate decision; no terminal means deny."""
-
-    def __init__(self, terminal: Terminal, *, stdin: TextIO | None = None) -> None:
-        self.terminal = terminal
-        self.stdin = stdin or sys.stdin
-
-    @property
-    def console(self) -> Console:
-        return self.terminal.err
-
-    def _show(self, renderable: RenderableType) -> None:
-        self.console.print(renderable, soft_wrap=False, overflow="fold", crop=False)
 
     async def _choose(self, choices: dict[str, str]) -> str:
         if not self.stdin.isatty():

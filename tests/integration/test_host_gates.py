@@ -371,8 +371,13 @@ async def test_each_acting_mcp_skill_is_asked_about_and_one_refusal_refuses(
         a = await host.activate("a:deploy")
         b = await host.activate("b:plain")
         await host.authorize_execution("bash", detail="ls")
-    assert [r.skill for r in gate.asked] == sorted([a.record.key, b.record.key])
-    assert all(r.acting == tuple(sorted([a.record.key, b.record.key])) for r in gate.asked)
+        gate.answer = Decision.DENY
+        with pytest.raises(ExecutionDenied) as refused:
+            await host.authorize_execution("bash", detail="ls")
+    both = tuple(sorted([a.record.key, b.record.key]))
+    assert [r.skill for r in gate.asked] == [*both, both[0]]  # the first no ends it
+    assert all(r.acting == both for r in gate.asked)
+    assert refused.value.server == both[0].origin
 
 
 # --- cross-origin reads -------------------------------------------------------------------
