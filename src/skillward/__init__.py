@@ -31,12 +31,15 @@ from skillward.approvals import (
     Approver,
     Decision,
     DenyAll,
+    Granting,
+    Grants,
     Prompter,
     Question,
     Scope,
     UnsafeApproveAll,
     assess,
 )
+from skillward.audit import AuditEvent, AuditTrail
 from skillward.cache import CacheKey, ContentCache, NoCache
 from skillward.config import Limits
 from skillward.context import CatalogItem, ContextBlock
@@ -98,7 +101,12 @@ from skillward.host import (
 )
 from skillward.origins import Origin, SkillKey
 from skillward.policy import NoPolicy, Policy
-from skillward.prompts import Terminal, TerminalApprover
+from skillward.prompts import (
+    Terminal,
+    TerminalApprover,
+    TerminalCrossOriginGate,
+    TerminalExecutionGate,
+)
 from skillward.registry import Collision, Declined, SkillRecord
 from skillward.servers import (
     HttpTransport,
@@ -126,6 +134,8 @@ __all__ = [
     "ApprovalStorage",
     "ApproveOnce",
     "Approver",
+    "AuditEvent",
+    "AuditTrail",
     "CacheKey",
     "CapabilityMissing",
     "CatalogItem",
@@ -151,6 +161,8 @@ __all__ = [
     "FileApprovalStore",
     "FrontmatterError",
     "FrontmatterMismatch",
+    "Granting",
+    "Grants",
     "HostConfig",
     "HttpTransport",
     "InMemoryTransport",
@@ -197,6 +209,8 @@ __all__ = [
     "StoreTampered",
     "Terminal",
     "TerminalApprover",
+    "TerminalCrossOriginGate",
+    "TerminalExecutionGate",
     "ToolStyle",
     "TransportError",
     "UnknownServer",

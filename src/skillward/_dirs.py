@@ -8,6 +8,7 @@ import platformdirs
 
 __all__ = [
     "approvals_file",
+    "audit_file",
     "default_servers_file",
     "server_log_dir",
     "user_cache_dir",
@@ -50,3 +51,8 @@ def user_data_dir() -> Path:
 def approvals_file() -> Path:
     """The approval store: one file, authenticated with a key from the OS keyring."""
     return user_data_dir() / "approvals.json"
+
+
+def audit_file() -> Path:
+    """The audit trail, JSON lines (``~/.local/state/skillward/audit.jsonl`` on Linux)."""
+    return platformdirs.user_state_path(_APP, appauthor=False) / "audit.jsonl"

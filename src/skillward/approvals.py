@@ -15,11 +15,18 @@ Any difference revokes, and a revoked record is never honoured again.
 :class:`ApprovalBook` is the :class:`Approver` that remembers: ``session``
 approvals in memory, ``remember`` approvals in an :class:`ApprovalStorage` (the
 keyring-authenticated file in ``_store.py``), and a :class:`Prompter` for the rest.
+
+Grants beyond activation (the ``allowed-tools`` a skill requests, host code
+execution while acting on it) are given separately and explicitly, live in the
+same content-bound record, and go with it when it is revoked. An approver that
+holds grants is :class:`Granting`; one that is not grants nothing.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import functools
 import hashlib
 import json
 import logging
@@ -32,7 +39,9 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict
 
+from skillward.audit import AuditTrail
 from skillward.errors import RememberUnavailable
+from skillward.frontmatter import allowed_tools
 from skillward.origins import SkillKey
 from skillward.registry import SkillRecord
 from skillward.wire import SkillEntry
@@ -51,6 +60,7 @@ __all__ = [
     "Decision",
     "DenyAll",
     "FileBinding",
+    "Granting",
     "Grants",
     "NeverApproved",
     "Prompter",
@@ -124,6 +134,8 @@ class ActivationRequest:
     identity: str | None = None
     #: Collisions that involve this skill (same names elsewhere, look-alike paths or labels).
     collisions: tuple[str, ...] = ()
+    #: False when an administrator's policy forbids granting the tools it requests.
+    tools_grantable: bool = True
     #: Shows SKILL.md to the person before they decide (never to the model).
     viewer: SkillMdViewer | None = field(default=None, compare=False, repr=False)
 
@@ -136,6 +148,12 @@ class ActivationRequest:
         """The ``allowed-tools`` the skill requests (a request, never a grant)."""
         entry = self.record.entry
         return entry.frontmatter.as_dict().get("allowed-tools") if entry else None
+
+    @property
+    def requested_tools(self) -> tuple[str, ...]:
+        """``allowed-tools`` parsed as the Agent Skills spec writes it (a request only)."""
+        entry = self.record.entry
+        return allowed_tools(entry.frontmatter.as_dict()) if entry else ()
 
     @property
     def hooks(self) -> object:
@@ -162,6 +180,24 @@ class Approver(Protocol):
     """Decides whether one activation may go ahead."""
 
     async def decide(self, request: ActivationRequest) -> Decision: ...
+
+
+@runtime_checkable
+class Granting(Protocol):
+    """An approver that holds grants beyond activation, bound to the approved content.
+
+    The host uses it when it is there: ``consent`` for an activation (the decision
+    and the grants given with it), ``held`` for what a recorded approval grants now
+    without asking (None when no record approves exactly this content), and
+    ``add_grant`` to remember a grant the person chose to keep with the skill's
+    approval. An approver without these methods grants nothing.
+    """
+
+    async def consent(self, request: ActivationRequest) -> Answer: ...
+
+    async def held(self, request: ActivationRequest) -> Grants | None: ...
+
+    async def add_grant(self, request: ActivationRequest, grants: Grants) -> bool: ...
 
 
 @runtime_checkable
@@ -258,6 +294,13 @@ class ApprovalRecord(_Frozen):
     def key(self) -> SkillKey:
         return SkillKey(self.label, self.uri)
 
+    @property
+    def content_hash(self) -> str | None:
+        """:func:`content_hash` of the entry this record binds (None for a dynamic skill)."""
+        if self.files is None:
+            return None
+        return _content_hash(self.uri, self.files, self.frontmatter_digest)
+
 
 def _canonical(value: object) -> bytes:
     return json.dumps(
@@ -284,9 +327,13 @@ def content_hash(entry: SkillEntry) -> str | None:
     bindings = _bindings(entry)
     if bindings is None:
         return None
-    files = [[b.uri, b.digest, b.size] for b in bindings]
     frontmatter, _ = frontmatter_digests(entry.frontmatter.as_dict())
-    return _sha256(_canonical({"files": files, "frontmatter": frontmatter, "uri": entry.uri}))
+    return _content_hash(entry.uri, bindings, frontmatter)
+
+
+def _content_hash(uri: str, bindings: Sequence[FileBinding], frontmatter: str) -> str:
+    files = [[b.uri, b.digest, b.size] for b in bindings]
+    return _sha256(_canonical({"files": files, "frontmatter": frontmatter, "uri": uri}))
 
 
 def _bindings(entry: SkillEntry) -> tuple[FileBinding, ...] | None:
@@ -353,8 +400,9 @@ class Change:
             )
         )
 
-    def summary(self) -> str:
-        """One line for notes and logs."""
+    def summary(self, *, names: bool = True) -> str:
+        """One line for notes and logs; without ``names``, no server-written field names
+        (for the audit trail, which holds no skill content)."""
         parts = [
             f"{len(files)} {what}"
             for files, what in (
@@ -364,14 +412,16 @@ class Change:
             )
             if files
         ]
-        if self.frontmatter:
+        if self.frontmatter and names:
             parts.append("frontmatter " + ", ".join(self.frontmatter[:10]) + " changed")
+        elif self.frontmatter:
+            parts.append(f"{len(self.frontmatter)} frontmatter fields changed")
         if self.server:
             parts.append("the label now reaches another server")
         if self.dynamic is not None:
             parts.append("now dynamic" if self.dynamic else "no longer dynamic")
         if self.revoked:
-            parts.append(f"revoked ({self.revoked})")
+            parts.append(f"revoked ({self.revoked})" if names else "revoked before")
         return "; ".join(parts) or "unchanged"
 
 
@@ -468,13 +518,27 @@ class Question:
     change: Change | None = None
     #: Why ``remember`` cannot be offered, or None when it can.
     remember_unavailable: str | None = None
+    #: The person already chose to grant the requested tools with the approval
+    #: (``skillward approve --grant-tools``): show them as granted, do not ask again.
+    grant_tools: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Answer:
     decision: Decision
     scope: Scope = Scope.ONCE
+    #: What is granted beyond activation; each grant is a separate, explicit choice.
     grants: Grants = field(default_factory=Grants)
+    #: True when a recorded approval answered, without asking anyone.
+    held: bool = False
+
+
+def grantable(request: ActivationRequest, grants: Grants) -> Grants:
+    """``grants`` cut down to what ``request`` can be granted: only the tools its
+    frontmatter requests, and none when policy forbids tool grants."""
+    requested = request.requested_tools if request.tools_grantable else ()
+    tools = tuple(tool for tool in grants.tools if tool in requested)
+    return Grants(tools=tools, execution=grants.execution)
 
 
 DENIED = Answer(Decision.DENY)
@@ -501,6 +565,12 @@ class ApprovalBook:
     the session instead, and ``notify`` is told once, with the reason.
 
     Questions that arrive while a prompt is open wait and are asked together.
+
+    It is :class:`Granting`: the grants a person gives with an approval (the
+    requested tools) or later (execution while acting on the skill) are kept in
+    the approval's record, so a change to the skill revokes them with it.
+    Approvals it records outside a host (:meth:`review`, :meth:`grant`) and
+    revocations go to ``audit``; a host records the decisions it asks for itself.
     """
 
     def __init__(
@@ -511,11 +581,13 @@ class ApprovalBook:
         clock: Clock = time.time,
         policy_version: str = "",
         notify: Callable[[str], None] | None = None,
+        audit: AuditTrail | None = None,
     ) -> None:
         self.prompter = prompter
         self.store = store
         self.clock = clock
         self.policy_version = policy_version
+        self.audit = audit or AuditTrail(clock=clock)
         self._notify = notify or logger.warning
         self._said: set[str] = set()
         self._session: dict[SkillKey, ApprovalRecord] = {}
@@ -528,46 +600,112 @@ class ApprovalBook:
         self._deciding = 0
         self._settled: anyio.Event | None = None
 
-    # --- Approver -----------------------------------------------------------------------
+    # --- Approver and Granting ---------------------------------------------------------
 
     async def decide(self, request: ActivationRequest) -> Decision:
-        return (await self.decide_many([request]))[0]
+        return (await self.answers([request]))[0].decision
 
     async def decide_many(self, requests: Sequence[ActivationRequest]) -> list[Decision]:
         """Decide several activations, asking about every unapproved one in one prompt."""
-        decisions: list[Decision | None] = [None] * len(requests)
+        return [answer.decision for answer in await self.answers(requests)]
+
+    async def consent(self, request: ActivationRequest) -> Answer:
+        """The decision on one activation, with the grants given or held with it."""
+        return (await self.answers([request]))[0]
+
+    async def answers(self, requests: Sequence[ActivationRequest]) -> list[Answer]:
+        """Like :meth:`decide_many`, with each answer's scope and grants.
+
+        An approval already recorded answers without asking (``held``), with the
+        grants its record holds; the rest are asked about together.
+        """
+        answers: list[Answer | None] = [None] * len(requests)
         asked: list[tuple[int, Question]] = []
         self._deciding += 1
         try:
             for index, request in enumerate(requests):
                 verdict = await self.verdict(request)
                 if isinstance(verdict, Approved):
-                    decisions[index] = Decision.APPROVE
+                    held = verdict.record
+                    answers[index] = Answer(
+                        Decision.APPROVE,
+                        held.scope if held is not None else Scope.SESSION,
+                        grantable(request, held.grants) if held is not None else Grants(),
+                        held=True,
+                    )
                     continue
                 change = None
                 if isinstance(verdict, Changed):
                     change = verdict.change
                     if verdict.record.revoked is None:
-                        await self.revoke(request.key, reason=change.summary())
+                        await self.revoke(request.key, reason=change.summary(), change=change)
                 asked.append((index, await self.question(request, change)))
         finally:
             self._deciding -= 1
             if self._deciding == 0 and self._settled is not None:
                 self._settled.set()
-        answers = await self._ask([question for _, question in asked])
-        for (index, question), answer in zip(asked, answers, strict=True):
-            decisions[index] = answer.decision
+        replies = await self._ask([question for _, question in asked])
+        for (index, question), reply in zip(asked, replies, strict=True):
+            answer = self._granted(question.request, reply)
+            answers[index] = answer
             if answer.decision is Decision.APPROVE:
                 await self._record(question.request, answer, strict=False)
-        return [d if d is not None else Decision.DENY for d in decisions]
+        return [a if a is not None else DENIED for a in answers]
 
-    async def review(self, request: ActivationRequest) -> Answer:
-        """Ask about ``request`` whatever is recorded (``skillward approve``), and record it."""
+    async def held(self, request: ActivationRequest) -> Grants | None:
+        """The grants a recorded approval of exactly this content holds now (asks no
+        one); None when no record approves it."""
+        verdict = await self.verdict(request)
+        if isinstance(verdict, Approved) and verdict.record is not None:
+            return grantable(request, verdict.record.grants)
+        return None
+
+    async def add_grant(self, request: ActivationRequest, grants: Grants) -> bool:
+        """Add ``grants`` to the recorded approval of exactly this content, in its own
+        scope. False when nothing records one (an approval given once, a local skill,
+        or content that changed): the grant cannot be remembered then."""
+        verdict = await self.verdict(request)
+        record = verdict.record if isinstance(verdict, Approved) else None
+        if record is None:
+            return False
+        given = grantable(request, grants)
+        merged = Grants(
+            tools=tuple(dict.fromkeys((*record.grants.tools, *given.tools))),
+            execution=record.grants.execution or given.execution,
+        )
+        updated = record.model_copy(update={"grants": merged})
+        if record.scope is Scope.REMEMBER:
+            try:
+                await self._put(updated)
+            except RememberUnavailable as error:
+                self.say(f"the grant is not remembered: {error.message}")
+                return False
+        else:
+            self._session[request.key] = updated
+        return True
+
+    async def review(self, request: ActivationRequest, *, grant_tools: bool = False) -> Answer:
+        """Ask about ``request`` whatever is recorded (``skillward approve``), and record it.
+
+        ``grant_tools``: the person asked for the requested tools to be granted with
+        the approval; the prompt shows them as granted instead of asking.
+        """
         verdict = await self.verdict(request)
         change = verdict.change if isinstance(verdict, Changed) else None
-        (answer,) = await self._ask([await self.question(request, change)])
+        question = await self.question(request, change)
+        if grant_tools:
+            question = dataclasses.replace(question, grant_tools=True)
+        (answer,) = await self._ask([question])
+        if grant_tools and answer.decision is Decision.APPROVE:
+            tools = Grants(tools=request.requested_tools, execution=answer.grants.execution)
+            answer = dataclasses.replace(answer, grants=tools)
+        answer = self._granted(request, answer)
         if answer.decision is Decision.APPROVE:
-            await self._record(request, answer, strict=False)
+            # The scope it was recorded in: remember may have become session.
+            answer = dataclasses.replace(
+                answer, scope=await self._record(request, answer, strict=False)
+            )
+        self._audit_answer(request, answer)
         return answer
 
     async def grant(self, request: ActivationRequest, answer: Answer) -> Scope:
@@ -576,18 +714,23 @@ class ApprovalBook:
         Unlike a prompt's answer, ``remember`` is not quietly narrowed to the
         session: it raises :class:`~skillward.errors.RememberUnavailable`.
         """
-        return await self._record(request, answer, strict=True)
+        answer = self._granted(request, answer)
+        scope = await self._record(request, answer, strict=True)
+        self._audit_answer(request, dataclasses.replace(answer, scope=scope))
+        return scope
 
-    async def revoke(self, key: SkillKey, *, reason: str) -> None:
+    async def revoke(self, key: SkillKey, *, reason: str, change: Change | None = None) -> None:
         """Revoke every approval of ``key``: the session's and the stored one."""
         self._revoked[key] = reason
         self._local.discard(key)
         held = self._session.get(key)
         if held is not None and held.revoked is None:
             self._session[key] = held.model_copy(update={"revoked": reason})
+        stored: ApprovalRecord | None = None
         if self.store is not None:
             store = self.store
             try:
+                stored = await self._stored(key)
                 await anyio.to_thread.run_sync(lambda: store.revoke(key, reason=reason))
             except RememberUnavailable as error:
                 logger.warning(
@@ -596,6 +739,48 @@ class ApprovalBook:
                     key.locator,
                     error.message,
                 )
+        record = held or stored
+        self.audit.record(
+            "revocation",
+            "revoked",
+            label=key.origin,
+            identity=record.identity if record is not None else None,
+            skill_uri=key.locator,
+            content_hash=record.content_hash if record is not None else None,
+            reason=change.summary(names=False) if change is not None else "revoked",
+        )
+
+    def _granted(self, request: ActivationRequest, answer: Answer) -> Answer:
+        """A prompter's answer, granting only what the request can be granted."""
+        if answer.decision is not Decision.APPROVE:
+            return Answer(Decision.DENY)
+        return dataclasses.replace(answer, grants=grantable(request, answer.grants), held=False)
+
+    def _audit_answer(self, request: ActivationRequest, answer: Answer) -> None:
+        """Record a person's answer given outside a host: the approval, then each grant."""
+        entry = request.record.entry
+        record = functools.partial(
+            self.audit.record,
+            label=request.key.origin,
+            identity=request.identity,
+            skill_uri=request.key.locator,
+            content_hash=content_hash(entry) if entry is not None else None,
+        )
+        if answer.decision is not Decision.APPROVE:
+            record("denial", "denied", reason="the person denied it", gate="activation")
+            return
+        scope = answer.scope.value
+        record(
+            "approval", "approved", reason="approved by the person", gate="activation", scope=scope
+        )
+        if answer.grants.tools:
+            record(
+                "grant",
+                "granted",
+                gate="allowed_tools",
+                reason=f"{len(answer.grants.tools)} requested tools granted",
+                scope=scope,
+            )
 
     # --- what is recorded -----------------------------------------------------------------
 

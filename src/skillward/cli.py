@@ -12,13 +12,14 @@ import contextlib
 import logging
 import os
 import sys
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
 
-from skillward._dirs import default_servers_file, server_log_dir
+from skillward._dirs import audit_file, default_servers_file, server_log_dir
 from skillward._diskcache import DiskCache
 from skillward._local import LocalSkillDir, default_local_dirs
 from skillward._serverlog import escaped_lines, log_path, read_log
@@ -31,9 +32,11 @@ from skillward.approvals import (
     ApprovalRecord,
     ApproveOnce,
     Decision,
+    Grants,
     Scope,
     describe_scope,
 )
+from skillward.audit import AuditTrail, parse_duration, read_events
 from skillward.cache import ContentCache, NoCache
 from skillward.config import Limits
 from skillward.errors import (
@@ -105,6 +108,13 @@ def _skills_dir(text: str) -> LocalSkillDir:
         return LocalSkillDir(normalise_label(label), Path(path))
     except ConfigError as exc:
         raise argparse.ArgumentTypeError(exc.message) from None
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except UsageError as error:
+        raise argparse.ArgumentTypeError(error.message) from None
 
 
 def _timeout(text: str) -> float:
@@ -233,6 +243,11 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="approve without a prompt (you named the skill: that is the consent)",
     )
+    approve.add_argument(
+        "--grant-tools",
+        action="store_true",
+        help="grant the tools its allowed-tools requests too, kept with this approval",
+    )
     approvals = commands.add_parser("approvals", help="remembered approvals: list, revoke, reset")
     approvals_commands = approvals.add_subparsers(
         dest="approvals_command", metavar="ACTION", required=True
@@ -248,6 +263,17 @@ def _parser() -> argparse.ArgumentParser:
         "reset",
         parents=[common],
         help="forget every remembered approval and use a new key from now on",
+    )
+    audit = commands.add_parser(
+        "audit",
+        parents=[common],
+        help="the audit trail: every approval, denial, revocation, grant and gate decision",
+    )
+    audit.add_argument(
+        "--since",
+        type=_duration,
+        metavar="DURATION",
+        help="only events this recent, for example 30m, 12h, 7d or 1h30m",
     )
     commands.add_parser(
         "demo",
@@ -366,20 +392,36 @@ def _store(terminal: Terminal) -> FileApprovalStore:
     return FileApprovalStore(report=terminal.error)
 
 
-class _CommandLineApprover:
-    """Approves only what --approve-once names; otherwise uses remembered approvals, then
-    asks at a terminal, or refuses when there is none."""
+def _audit() -> AuditTrail:
+    """The command line keeps the audit trail in the user state directory."""
+    return AuditTrail(audit_file())
 
-    def __init__(self, terminal: Terminal, approve_once: bool) -> None:
+
+class _CommandLineApprover:
+    """Approves only what --approve-once names (granting nothing more); otherwise uses
+    remembered approvals, then asks at a terminal, or refuses when there is none."""
+
+    def __init__(self, terminal: Terminal, approve_once: bool, audit: AuditTrail) -> None:
         self.prompt = TerminalApprover(terminal)
-        self.book = ApprovalBook(self.prompt, store=_store(terminal), notify=terminal.note)
+        self.book = ApprovalBook(
+            self.prompt, store=_store(terminal), notify=terminal.note, audit=audit
+        )
         self.approve_once = approve_once
         self.target: ApproveOnce | None = None
 
     async def decide(self, request: ActivationRequest) -> Decision:
+        return (await self.consent(request)).decision
+
+    async def consent(self, request: ActivationRequest) -> Answer:
         if self.target is not None:
-            return await self.target.decide(request)
-        return await self.book.decide(request)
+            return Answer(await self.target.decide(request))
+        return await self.book.consent(request)
+
+    async def held(self, request: ActivationRequest) -> Grants | None:
+        return await self.book.held(request)
+
+    async def add_grant(self, request: ActivationRequest, grants: Grants) -> bool:
+        return await self.book.add_grant(request, grants)
 
     async def revoke(self, key: SkillKey, *, reason: str) -> None:
         await self.book.revoke(key, reason=reason)
@@ -484,7 +526,8 @@ async def _with_host(
     logs: _ServerLogs,
     body: Callable[[SkillHost, _CommandLineApprover], Awaitable[int]],
 ) -> int:
-    approver = _CommandLineApprover(terminal, getattr(args, "approve_once", False))
+    audit = _audit()
+    approver = _CommandLineApprover(terminal, getattr(args, "approve_once", False), audit)
     config = HostConfig(limits=_limits(args), local_dirs=_local_dirs(args))
     cache: ContentCache = NoCache() if args.no_cache else DiskCache(limits=config.limits)
     specs = _server_specs(args, terminal)
@@ -492,7 +535,7 @@ async def _with_host(
     # Servers that failed to connect, and why: `list` shows them, other commands blame them.
     failed: dict[str, tuple[ServerSpec, SkillwardError]] = {}
     args.connect_failures = failed
-    async with SkillHost(config=config, approver=approver, cache=cache) as host:
+    async with SkillHost(config=config, approver=approver, cache=cache, audit=audit) as host:
         for note in host.notes:
             terminal.note(note)
         for spec in specs:
@@ -648,7 +691,21 @@ async def _load(
     if approver.approve_once:
         approver.target = ApproveOnce({record.key})
     activation = await host.activate(args.ref)
-    terminal.block(activation.block, as_json=args.json)
+    if args.json:
+        terminal.json(
+            {
+                **activation.block.to_json(),
+                "requested_tools": list(activation.requested_tools),
+                "granted_tools": list(activation.granted_tools),
+            }
+        )
+        return EXIT_OK
+    terminal.block(activation.block, as_json=False)
+    if activation.requested_tools:
+        granted = ", ".join(activation.granted_tools) or "none"
+        terminal.note(
+            f"requested tools: {', '.join(activation.requested_tools)}; granted: {granted}"
+        )
     return EXIT_OK
 
 
@@ -715,6 +772,9 @@ async def _approve(
     book = approver.book
     qualified = host.registry.qualified_ref(request.record)
     scope = Scope(args.scope)
+    grants = Grants()
+    if args.grant_tools:
+        grants = _tool_grant(request, terminal)
     if args.yes:
         if scope is Scope.REMEMBER:
             why = await book.remember_unavailable(request)
@@ -722,9 +782,10 @@ async def _approve(
                 raise RememberUnavailable(
                     f"not remembered: {why}", server=request.key.origin, uri=request.key.locator
                 )
-        recorded = await book.grant(request, Answer(Decision.APPROVE, scope))
+        answer = Answer(Decision.APPROVE, scope, grants)
+        recorded = await book.grant(request, answer)
     else:
-        answer = await book.review(request)
+        answer = await book.review(request, grant_tools=bool(grants.tools))
         if answer.decision is not Decision.APPROVE:
             raise ApprovalDenied(
                 f"{qualified!r} was not approved",
@@ -732,14 +793,42 @@ async def _approve(
                 uri=request.key.locator,
             )
         recorded = answer.scope
+    granted = list(answer.grants.tools) if recorded is not Scope.ONCE else []
     if args.json:
-        terminal.json({"qualified": qualified, "uri": request.key.locator, "scope": recorded.value})
+        terminal.json(
+            {
+                "qualified": qualified,
+                "uri": request.key.locator,
+                "scope": recorded.value,
+                "requested_tools": list(request.requested_tools),
+                "granted_tools": granted,
+            }
+        )
         return EXIT_OK
     note = f"{qualified}: {describe_scope(recorded)}"
     if recorded is not Scope.REMEMBER:
         note += " (nothing is kept once this command ends)"
+    if granted:
+        note += f"; tools granted: {', '.join(granted)}"
     terminal.note(note)
     return EXIT_OK
+
+
+def _tool_grant(request: ActivationRequest, terminal: Terminal) -> Grants:
+    """What ``--grant-tools`` grants: the tools the skill requests, if it can be granted any."""
+    tools = request.requested_tools
+    if not request.record.origin.is_mcp:
+        terminal.note("a local skill's allowed-tools follow the host's own rules; nothing to grant")
+        return Grants()
+    if not tools:
+        terminal.note("it requests no tools; only the skill is approved")
+        return Grants()
+    if not request.tools_grantable:
+        terminal.note(
+            "the administrator's policy forbids granting tools; only the skill is approved"
+        )
+        return Grants()
+    return Grants(tools=tools)
 
 
 def _record_json(record: ApprovalRecord) -> dict[str, object]:
@@ -798,13 +887,53 @@ def _approvals(args: argparse.Namespace, terminal: Terminal) -> int:
     why = store.unavailable()
     if why is not None:
         raise RememberUnavailable(why)
+    audit = _audit()
     if action == "revoke":
         record = _stored_match(store.records(), args.ref)
         store.revoke(record.key, reason="revoked with `skillward approvals revoke`")
+        audit.record(
+            "revocation",
+            "revoked",
+            label=record.label,
+            identity=record.identity,
+            skill_uri=record.uri,
+            content_hash=record.content_hash,
+            reason="revoked with skillward approvals revoke",
+        )
         terminal.note(f"revoked {record.label}:{record.name}; it will be asked about again")
         return EXIT_OK
+    forgotten = len(store.records())
     store.reset()
+    audit.record(
+        "revocation",
+        "revoked",
+        reason=f"every remembered approval forgotten ({forgotten}) with skillward approvals reset",
+    )
     terminal.note(f"every remembered approval is forgotten; {store.path} has a new key")
+    return EXIT_OK
+
+
+def _audit_command(args: argparse.Namespace, terminal: Terminal) -> int:
+    path = audit_file()
+    since = time.time() - args.since if args.since is not None else None
+    try:
+        log = read_events(path, since=since)
+    except OSError as error:
+        raise UsageError(
+            f"cannot read the audit file {path}: {error.strerror or error}",
+            hint="It is written by skillward's command line; see docs/cli.md.",
+        ) from None
+    if args.json:
+        terminal.json(
+            {
+                "file": str(path),
+                "skipped_lines": log.skipped,
+                "events": [event.model_dump(mode="json") for event in log.events],
+            }
+        )
+        return EXIT_OK
+    terminal.note(f"audit file: {path}")
+    terminal.audit(log.events, log.skipped)
     return EXIT_OK
 
 
@@ -826,8 +955,9 @@ async def _demo(terminal: Terminal) -> int:
     terminal.note(
         "(the demo server flips one byte of that file, while its listing keeps the true digest)"
     )
-    approver = _CommandLineApprover(terminal, approve_once=True)
-    async with SkillHost(config=HostConfig(), approver=approver) as host:
+    audit = _audit()
+    approver = _CommandLineApprover(terminal, approve_once=True, audit=audit)
+    async with SkillHost(config=HostConfig(), approver=approver, audit=audit) as host:
         await host.connect(spec)
         records = [record for record in host.registry.records() if record.listed]
         terminal.catalog(
@@ -957,6 +1087,8 @@ def _run(args: argparse.Namespace, terminal: Terminal, logs: _ServerLogs) -> int
         return _cache(args, terminal)
     if args.command == "approvals":
         return _approvals(args, terminal)
+    if args.command == "audit":
+        return _audit_command(args, terminal)
     command = _HOST_COMMANDS[args.command]
 
     async def body(host: SkillHost, approver: _CommandLineApprover) -> int:

@@ -73,6 +73,8 @@ class Limits:
     max_store_bytes: int = 64 * 1024 * 1024
     #: Seconds to wait for another process to finish writing the approval store.
     store_lock_timeout: float = 30.0
+    #: Bytes of the audit file before it is rotated (it and one predecessor are kept).
+    max_audit_bytes: int = 8 * 1024 * 1024
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):

@@ -33,6 +33,7 @@ from skillward.errors import FrontmatterError, FrontmatterMismatch
 __all__ = [
     "JsonValue",
     "SkillDocument",
+    "allowed_tools",
     "check_frontmatter",
     "diff_frontmatter",
     "json_equal",
@@ -319,3 +320,38 @@ def check_frontmatter(
             server=server,
             uri=uri,
         )
+
+
+# --- fields that ask for permissions ---------------------------------------------------
+
+
+def allowed_tools(frontmatter: Mapping[str, object]) -> tuple[str, ...]:
+    """The tools ``allowed-tools`` requests, read as the Agent Skills spec writes it.
+
+    The field is a space-separated string (``Bash(git:*) Bash(jq:*) Read``). A
+    parenthesised argument stays with its tool even when it holds spaces
+    (``Bash(git status:*)``); an unclosed one runs to the end. Each tool is kept
+    once, in order. A field that is absent, or not a string, requests nothing that
+    can be granted: approval prompts show such a value as written.
+    """
+    value = frontmatter.get("allowed-tools")
+    if not isinstance(value, str):
+        return ()
+    tools: list[str] = []
+    current: list[str] = []
+    depth = 0
+    for ch in value:
+        if ch.isspace() and depth == 0:
+            if current:
+                tools.append("".join(current))
+                current = []
+            continue
+        if ch == "(":
+            depth += 1
+        elif ch == ")" and depth > 0:
+            depth -= 1
+        current.append(ch)
+    last = "".join(current).rstrip()  # an unclosed parenthesis kept trailing space
+    if last:
+        tools.append(last)
+    return tuple(dict.fromkeys(tools))

@@ -28,6 +28,12 @@ What it guarantees:
 * **Isolated**: each connection runs in its own task; a server that dies is marked
   disconnected, with the reason, and nothing else is affected.
 * **Asked**: every activation goes through the approver (deny by default).
+* **Granted, not assumed**: an MCP skill's ``allowed-tools`` grants nothing unless
+  the person granted it for that skill under its current content
+  (:attr:`Activation.granted_tools`); code execution and cross-origin reads while
+  acting on an MCP skill are asked about through their gates; nothing parsed from
+  a skill ever runs.
+* **Recorded**: every decision is an audit event (:mod:`skillward.audit`).
 * **Tagged**: everything returned for a model is a
   :class:`~skillward.context.ContextBlock` from the one exit point.
 """
@@ -36,8 +42,9 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,16 +64,24 @@ from skillward._local import (
 )
 from skillward.approvals import (
     ActivationRequest,
+    Answer,
     Approver,
     Decision,
     DenyAll,
+    Granting,
+    Grants,
+    content_hash,
     entry_content,
+    grantable,
     revoke_approval,
 )
+from skillward.audit import AuditTrail, EventKind, GateKind, Outcome
 from skillward.cache import CacheKey, ContentCache, NoCache
 from skillward.client import SkillsClient, leaves
 from skillward.config import Limits
 from skillward.context import (
+    READ_RESOURCE_TOOL,
+    READ_SKILL_TOOL,
     CatalogItem,
     ContextBlock,
     catalog_block,
@@ -79,6 +94,7 @@ from skillward.context import (
 from skillward.errors import (
     AmbiguousName,
     ApprovalDenied,
+    ApprovalRequired,
     CapabilityMissing,
     ConfigError,
     CrossOriginDenied,
@@ -86,6 +102,7 @@ from skillward.errors import (
     ExecutionDenied,
     FrontmatterError,
     IntegrityError,
+    PolicyDenied,
     ReactivationRequired,
     ResponseTooLarge,
     ServerDisconnected,
@@ -102,6 +119,7 @@ from skillward.errors import (
     UnverifiableSkill,
     UsageError,
 )
+from skillward.frontmatter import allowed_tools
 from skillward.gates import (
     CrossOriginGate,
     CrossOriginRequest,
@@ -111,7 +129,7 @@ from skillward.gates import (
     ExecutionRequest,
 )
 from skillward.origins import Origin, SkillKey
-from skillward.policy import NoPolicy, Policy
+from skillward.policy import GrantKind, GrantMode, NoPolicy, Policy
 from skillward.registry import Collision, Declined, Registry, SkillRecord, parse_reference
 from skillward.servers import ServerSpec, check_label
 from skillward.uris import ResourceUri, parse_uri, resolve_reference
@@ -196,6 +214,9 @@ class HostConfig:
     #: Let the ``read_skill`` tool take ``LABEL:URI`` references the catalog does not show,
     #: confirmed with ``skills/get`` on that server. Off: the model loads only catalog skills.
     allow_uri_lookups: bool = False
+    #: The names of the host's own tools that execute code (a shell, an interpreter):
+    #: :meth:`SkillHost.handle_tool_call` gates them while an MCP skill is active.
+    execution_tools: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.limits, Limits):
@@ -204,6 +225,14 @@ class HostConfig:
         for source in self.local_dirs:
             if not isinstance(source, LocalSkillDir):
                 raise ConfigError("HostConfig.local_dirs takes LocalSkillDir values")
+        if isinstance(self.execution_tools, str):
+            raise ConfigError("HostConfig.execution_tools is a list of tool names, not one string")
+        object.__setattr__(self, "execution_tools", tuple(self.execution_tools))
+        for tool in self.execution_tools:
+            if not isinstance(tool, str) or not tool:
+                raise ConfigError("HostConfig.execution_tools takes non-empty tool names")
+            if tool in TOOL_SCHEMAS:
+                raise ConfigError(f"{tool!r} is skillward's own tool, not a code-execution tool")
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +250,12 @@ class Activation:
     entry: SkillEntry | None = None
     #: Why nothing more is served under this activation, if that is so.
     ended: SkillwardError | None = None
+    #: The tools the frontmatter's ``allowed-tools`` requests (a request, not a grant).
+    requested_tools: tuple[str, ...] = ()
+    #: The tools to give the model while it acts on this skill. For an MCP skill, only
+    #: those the person granted for this skill under its current content (empty by
+    #: default); for a local skill, its ``allowed-tools`` unchanged (the host's rules).
+    granted_tools: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,6 +363,29 @@ def _connection_error(error: BaseException, label: str) -> SkillwardError:
     return ServerDisconnected(f"the connection failed: {detail}", server=label)
 
 
+def _tool_arguments(arguments: object) -> Mapping[str, Any]:
+    """A tool call's arguments: a mapping, a JSON object string, or nothing."""
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            raise UsageError("the tool arguments are not a JSON object") from None
+    if not isinstance(arguments, Mapping):
+        raise UsageError("the tool arguments are not a JSON object")
+    return arguments
+
+
+def _command(arguments: Mapping[str, Any]) -> str:
+    """A code-execution call's arguments as one line for the person asked (untrusted)."""
+    try:
+        text = json.dumps(dict(arguments), ensure_ascii=False, sort_keys=True, default=repr)
+    except (TypeError, ValueError):
+        text = repr(dict(arguments))
+    return text[:4000]
+
+
 class SkillHost:
     """The embeddable, async API. See the module docstring for the guarantees.
 
@@ -346,6 +404,7 @@ class SkillHost:
         policy: Policy | None = None,
         cache: ContentCache | None = None,
         sink: ContextSink | None = None,
+        audit: AuditTrail | None = None,
     ) -> None:
         self.config = config or HostConfig()
         self.approver: Approver = _async_seam(approver or DenyAll(), "approver")
@@ -355,6 +414,8 @@ class SkillHost:
         self.execution: ExecutionGate = _async_seam(execution or DenyExecution(), "execution")
         self.policy: Policy = policy or NoPolicy()
         self.cache: ContentCache = cache or NoCache()
+        #: Where every decision is recorded (the ``skillward.audit`` logger by default).
+        self.audit = audit or AuditTrail(limits=self.config.limits)
         self.registry = Registry()
         self.notes: list[str] = []
         self._sink = sink
@@ -421,7 +482,17 @@ class SkillHost:
         """
         tasks = self._task_group()
         label = check_label(spec.label)
-        self.policy.check_server(spec)
+        try:
+            self.policy.check_server(spec)
+        except PolicyDenied:
+            self.audit.record(
+                "policy_denial",
+                "denied",
+                label=label,
+                identity=spec.identity,
+                reason="the administrator's policy does not allow this server",
+            )
+            raise
         if label in self._connections or any(o.label == label for o in self.registry.origins()):
             raise ConfigError(f"label {label!r} is already in use; labels are unique per host")
         connection = _Connection(spec)
@@ -767,6 +838,7 @@ class SkillHost:
             nested_in=self._enclosing(record),
             identity=identity,
             collisions=collisions,
+            tools_grantable=self._grant_mode("allowed_tools") == "prompt",
             viewer=view,
         )
 
@@ -801,24 +873,141 @@ class SkillHost:
         self._check_dynamic(record)
         request = self._approval_request(record)
         # Policy first: no approval overrides what an administrator forbids.
-        self.policy.check_activation(request)
-        decision = _decision(await self.approver.decide(request), self.approver)
-        if decision is not Decision.APPROVE:
+        try:
+            self.policy.check_activation(request)
+        except PolicyDenied:
+            self._record(
+                "policy_denial",
+                "denied",
+                record,
+                reason="the administrator's policy does not allow this skill",
+                gate="activation",
+            )
+            raise
+        try:
+            answer = await self._consent(request)
+        except ApprovalRequired as unanswered:  # nobody could be asked (no terminal)
+            reason = f"not approved: {type(unanswered).__name__}"
+            self._record("denial", "denied", record, reason=reason, gate="activation")
+            raise
+        if answer.decision is not Decision.APPROVE:
             logger.info("activation of %s:%s declined", record.origin.label, record.key.locator)
+            self._record("denial", "denied", record, reason="not approved", gate="activation")
             raise ApprovalDenied(
                 f"loading skill {self.registry.qualified_ref(record)!r} was not approved",
                 server=record.origin.label,
                 uri=record.key.locator,
                 local=not record.origin.is_mcp,
             )
+        granted = self._granted_tools(request, answer)
         if record.origin.is_mcp:
             activation = await self._activate_mcp(record)
+            activation = dataclasses.replace(
+                activation, requested_tools=request.requested_tools, granted_tools=granted
+            )
         else:
             activation = self._activate_local(record)
         self._windows[record.key] = activation
         self._emit(activation.block)
         logger.info("activated %s:%s", record.origin.label, record.key.locator)
         return activation
+
+    async def _consent(self, request: ActivationRequest) -> Answer:
+        """The approver's answer: with the grants it holds, if it is :class:`Granting`."""
+        approver = self.approver
+        if isinstance(approver, Granting):
+            answer = await approver.consent(request)
+            if not isinstance(answer, Answer):
+                raise TypeError(
+                    f"{type(approver).__name__}.consent returned {type(answer).__name__}, "
+                    "not an Answer"
+                )
+        else:
+            answer = Answer(_decision(await approver.decide(request), approver))
+        return answer
+
+    def _granted_tools(self, request: ActivationRequest, answer: Answer) -> tuple[str, ...]:
+        """Record the approval, and which of the requested tools it grants (MCP skills)."""
+        record = request.record
+        how = "a recorded approval" if answer.held else "approved when asked"
+        self._record(
+            "approval", "approved", record, reason=how, gate="activation", scope=answer.scope.value
+        )
+        if not record.origin.is_mcp:
+            return ()  # a local skill's tools are the host's own rules (see Activation)
+        requested = request.requested_tools
+        if requested and not request.tools_grantable:
+            self._record(
+                "policy_denial",
+                "denied",
+                record,
+                reason="the administrator's policy forbids granting requested tools",
+                gate="allowed_tools",
+            )
+            return ()
+        granted = grantable(request, answer.grants).tools
+        if granted and not answer.held:
+            self._record(
+                "grant",
+                "granted",
+                record,
+                reason=f"{len(granted)} of {len(requested)} requested tools granted",
+                gate="allowed_tools",
+                scope=answer.scope.value,
+            )
+        return granted
+
+    def granted_tools(self) -> tuple[str, ...]:
+        """The tools to give the model now: those granted by the skills it is acting on.
+
+        An activation whose content ended (it failed verification) grants nothing
+        more, though its gates still apply.
+        """
+        tools = (
+            tool
+            for activation in self._windows.values()
+            if activation.ended is None
+            for tool in activation.granted_tools
+        )
+        return tuple(dict.fromkeys(tools))
+
+    def _grant_mode(self, kind: GrantKind) -> GrantMode:
+        """The policy's mode for ``kind``; anything but ``"prompt"`` refuses."""
+        return "prompt" if self.policy.grant_mode(kind) == "prompt" else "never"
+
+    def _identity(self, label: str) -> str | None:
+        connection = self._connections.get(label)
+        return connection.spec.identity if connection is not None else None
+
+    def _record(
+        self,
+        event: EventKind,
+        decision: Outcome,
+        record: SkillRecord,
+        *,
+        reason: str,
+        entry: SkillEntry | None = None,
+        gate: GateKind | None = None,
+        tool: str | None = None,
+        resource_uri: str | None = None,
+        scope: str | None = None,
+    ) -> None:
+        """One audit event about ``record`` (``entry``: the pinned entry, if not its own)."""
+        entry = entry or record.entry
+        label = record.origin.label
+        self.audit.record(
+            event,
+            decision,
+            label=label,
+            identity=self._identity(label) if record.origin.is_mcp else None,
+            skill_uri=record.key.locator,
+            content_hash=content_hash(entry) if entry is not None else None,
+            reason=reason,
+            gate=gate,
+            tool=tool,
+            resource_uri=resource_uri,
+            scope=scope,
+        )
 
     async def _activate_mcp(self, record: SkillRecord) -> Activation:
         entry = record.entry
@@ -874,6 +1063,7 @@ class SkillHost:
         label = record.origin.label
         data, document = read_skill_md(directory, limits=self.limits, label=label)
         files = skill_files(directory, limits=self.limits, label=label)
+        tools = allowed_tools(document.frontmatter)
         block = skill_block(
             origin=record.origin,
             uri=str(directory / "SKILL.md"),
@@ -883,7 +1073,8 @@ class SkillHost:
             files=files,
             verified=False,
         )
-        return Activation(record, block)
+        # Local skills follow the host's own rules: their field is reported as granted.
+        return Activation(record, block, requested_tools=tools, granted_tools=tools)
 
     def deactivate(self, reference: str) -> None:
         """Close the acting window (for example when the SKILL.md leaves the context)."""
@@ -989,8 +1180,13 @@ class SkillHost:
         try:
             fresh = await self._get_skill(self._connection(label), pinned.uri)
         except SkillwardError:
+            self._failed(record, pinned, error, changed=False)
             raise error from None
-        if entry_content(fresh) != entry_content(pinned) or fresh.frontmatter != pinned.frontmatter:
+        moved = (
+            entry_content(fresh) != entry_content(pinned) or fresh.frontmatter != pinned.frontmatter
+        )
+        self._failed(record, pinned, error, changed=moved)
+        if moved:
             self.registry.put(SkillRecord.from_entry(record.origin, fresh, listed=record.listed))
             # A changed skill is approved again from scratch, even if v1 comes back.
             await revoke_approval(self.approver, record.key, reason=_describe_change(pinned, fresh))
@@ -1004,6 +1200,20 @@ class SkillHost:
                 self._windows[record.key] = dataclasses.replace(window, ended=changed)
             raise changed from error
         raise error
+
+    def _failed(
+        self, record: SkillRecord, pinned: SkillEntry, error: SkillwardError, *, changed: bool
+    ) -> None:
+        # The error's type, never its message: messages may quote what the server sent.
+        reason = type(error).__name__ + ("; the skill changed" if changed else "")
+        self._record(
+            "verification_failure",
+            "failed",
+            record,
+            entry=pinned,
+            reason=reason,
+            resource_uri=error.uri,
+        )
 
     def _ended(self, activation: Activation, uri: str) -> ReactivationRequired:
         record = activation.record
@@ -1197,20 +1407,48 @@ class SkillHost:
         return self._in_context | window
 
     async def _check_cross_origin(self, server: str, uri: str) -> None:
+        """Ask, for this one call, whether ``server`` may be read while other servers'
+        text is in context. The answer is never remembered."""
         others = tuple(sorted(self._context_origins() - {server}))
         if not others:
             return
+        named = ", ".join(repr(a) for a in others)
+
+        def record(event: EventKind, decision: Outcome, reason: str) -> None:
+            # ``label`` lists the origins in context; ``target`` is the server read.
+            self.audit.record(
+                event,
+                decision,
+                label=",".join(others),
+                identity=self._identity(server),
+                gate="cross_origin",
+                target=server,
+                resource_uri=uri,
+                reason=reason,
+            )
+
+        if self._grant_mode("cross_origin") != "prompt":
+            record(
+                "policy_denial", "denied", "the administrator's policy forbids reads across servers"
+            )
+            raise CrossOriginDenied(
+                f"the administrator's policy forbids a read against server {server!r} while "
+                f"text from {named} is in context",
+                server=server,
+                uri=uri,
+            )
         request = CrossOriginRequest(acting=others, target=server, uri=uri)
         answer = _decision(await self.cross_origin.decide(request), self.cross_origin)
         if answer is not Decision.APPROVE:
             logger.info("cross-origin read of %s on %s refused", uri, server)
+            record("gate", "denied", "not approved for this call")
             raise CrossOriginDenied(
-                f"a read against server {server!r} while text from "
-                f"{', '.join(repr(a) for a in others)} is in context needs approval naming "
-                "those servers",
+                f"a read against server {server!r} while text from {named} is in context "
+                "needs approval naming those servers",
                 server=server,
                 uri=uri,
             )
+        record("gate", "allowed", "approved for this call only")
 
     async def _skill_directory(
         self, connection: _Connection, activation: Activation, uri: str
@@ -1264,24 +1502,91 @@ class SkillHost:
         """Call before running a host code-execution tool the model asked for.
 
         While any MCP skill is in the acting window (including one whose content
-        ended), execution needs the execution gate's explicit approval (deny by
-        default); raises :class:`~skillward.errors.ExecutionDenied`. With no MCP skill
-        in the window, this returns without asking.
+        ended), execution needs explicit approval for each such skill, naming the
+        skill and the command (``detail``); raises
+        :class:`~skillward.errors.ExecutionDenied` otherwise (deny by default). A
+        skill whose current approval record already grants execution is not asked
+        about again; the execution gate may add that grant to the record when the
+        person chooses to (:attr:`ExecutionRequest.remember`). With no MCP skill in
+        the window, this returns without asking.
         """
-        acting = tuple(sorted(k for k, a in self._windows.items() if a.record.origin.is_mcp))
-        if not acting:
-            return
-        request = ExecutionRequest(tool=tool, acting=acting, detail=detail)
-        answer = _decision(await self.execution.decide(request), self.execution)
-        if answer is not Decision.APPROVE:
-            labels = sorted({key.origin for key in acting})
-            logger.info("execution of %s refused while acting on %s", tool, ", ".join(labels))
-            raise ExecutionDenied(
-                f"running {tool!r} while acting on skills from {', '.join(map(repr, labels))} "
-                "needs explicit approval for those skills",
-                server=labels[0],
-                uri=acting[0].locator,
+        acting = sorted(
+            (a for a in self._windows.values() if a.record.origin.is_mcp),
+            key=lambda a: a.record.key,
+        )
+        keys = tuple(a.record.key for a in acting)
+        for activation in acting:
+            await self._authorize_for(activation, tool, detail, keys)
+
+    async def _authorize_for(
+        self, activation: Activation, tool: str, detail: str, acting: tuple[SkillKey, ...]
+    ) -> None:
+        record = activation.record
+        key = record.key
+
+        def audit(event: EventKind, decision: Outcome, reason: str) -> None:
+            self._record(
+                event,
+                decision,
+                record,
+                entry=activation.entry,
+                reason=reason,
+                gate="execution",
+                tool=tool,
             )
+
+        def refused(message: str) -> ExecutionDenied:
+            return ExecutionDenied(message, server=key.origin, uri=key.locator)
+
+        if self._grant_mode("execution") != "prompt":
+            audit("policy_denial", "denied", "the administrator's policy forbids execution")
+            raise refused(
+                f"the administrator's policy forbids running {tool!r} while acting on "
+                f"skills from server {key.origin!r}"
+            )
+        request = self._approval_request(record)
+        approver = self.approver
+        held = None
+        # A skill whose content ended is held to nothing it was granted.
+        if isinstance(approver, Granting) and activation.ended is None:
+            held = await approver.held(request)
+        if held is not None and held.execution:
+            audit("gate", "allowed", "execution is granted with the skill's approval")
+            return
+        remembered = False
+        remember = None
+        if held is not None and isinstance(approver, Granting):
+            granting = approver
+
+            async def remember() -> bool:
+                nonlocal remembered
+                remembered = await granting.add_grant(request, Grants(execution=True))
+                return remembered
+
+        question = ExecutionRequest(
+            tool=tool,
+            acting=acting,
+            detail=detail,
+            skill=key,
+            name=record.name,
+            identity=request.identity,
+            remember=remember,
+        )
+        answer = _decision(await self.execution.decide(question), self.execution)
+        if answer is not Decision.APPROVE:
+            logger.info("execution of %s refused while acting on %s", tool, key.origin)
+            audit("gate", "denied", "not approved")
+            raise refused(
+                f"running {tool!r} while acting on skills from server {key.origin!r} needs "
+                "explicit approval of execution for that skill"
+            )
+        audit(
+            "gate",
+            "allowed",
+            "approved, and kept with the skill's approval"
+            if remembered
+            else "approved for this call",
+        )
 
     # --- tools for the model ---------------------------------------------------------------
 
@@ -1384,6 +1689,54 @@ class SkillHost:
     async def read_resource_tool_json(self, server: str, uri: str) -> dict[str, Any]:
         """``read_resource`` in JSON form (:meth:`ContextBlock.to_json`)."""
         return (await self.read_resource_block(server, uri)).to_json()
+
+    async def handle_tool_call(
+        self, name: str, arguments: Mapping[str, Any] | str | None = None
+    ) -> ContextBlock | None:
+        """One call for a host's tool loop. Never raises.
+
+        ``read_skill`` and ``read_resource`` run, and their block (or a tagged error
+        block) is returned. A tool named in ``HostConfig.execution_tools`` is gated
+        (:meth:`authorize_execution`, with the arguments as the command): refused, it
+        returns an error block; allowed, it returns None. None means skillward has
+        nothing to add: run the tool and hand the model its result. Any other tool
+        also returns None. ``arguments`` may be a mapping or a JSON object string.
+        """
+        try:
+            args = _tool_arguments(arguments)
+        except UsageError as error:
+            return self._tool_error(error, None, host_words=True)
+        if not isinstance(name, str):
+            return self._tool_error(
+                UsageError("a tool call needs a tool name"), None, host_words=True
+            )
+        if name == READ_SKILL_TOOL:
+            ref = args.get("name")
+            if not isinstance(ref, str):
+                return self._tool_error(
+                    UsageError("read_skill needs a string argument 'name'"), None, host_words=True
+                )
+            return await self.read_skill_block(ref)
+        if name == READ_RESOURCE_TOOL:
+            server, uri = args.get("server"), args.get("uri")
+            if not isinstance(server, str) or not isinstance(uri, str):
+                return self._tool_error(
+                    UsageError("read_resource needs string arguments 'server' and 'uri'"),
+                    None,
+                    host_words=True,
+                )
+            return await self.read_resource_block(server, uri)
+        if name not in self.config.execution_tools:
+            return None
+        try:
+            await self.authorize_execution(name, detail=_command(args))
+        except SkillwardError as error:
+            return self._tool_error(error, None)
+        except Exception:
+            logger.exception("authorizing %s failed", name)
+            failure = ExecutionDenied("skillward could not decide on running the tool")
+            return self._tool_error(failure, None, host_words=True)
+        return None
 
     def tool_definitions(self, style: ToolStyle = "mcp") -> list[dict[str, Any]]:
         """The tools to register with the model, in the shape ``style``'s API takes.

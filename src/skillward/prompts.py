@@ -31,16 +31,26 @@ from skillward.approvals import (
     ApprovalRecord,
     Change,
     Decision,
+    Grants,
     Question,
     Scope,
 )
+from skillward.audit import AuditEvent
 from skillward.context import CatalogItem, ContextBlock
 from skillward.errors import NoTerminal, SkillwardError, printable
+from skillward.gates import CrossOriginRequest, ExecutionRequest
 from skillward.registry import Collision, Declined, SkillRecord
 from skillward.uris import parse_uri
 from skillward.wire import SkillEntry
 
-__all__ = ["OriginSummary", "Terminal", "TerminalApprover", "error_json"]
+__all__ = [
+    "OriginSummary",
+    "Terminal",
+    "TerminalApprover",
+    "TerminalCrossOriginGate",
+    "TerminalExecutionGate",
+    "error_json",
+]
 
 
 def _safe(text: object, limit: int = 300) -> str:
@@ -290,6 +300,28 @@ class Terminal:
         if not records:
             self.out.print("[dim]No remembered approvals.[/dim]")
 
+    def audit(self, events: Sequence[AuditEvent], skipped: int = 0) -> None:
+        """Audit events, one escaped line each, oldest first."""
+        for event in events:
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(event.time))
+            extra = [
+                f"{name}={value}"
+                for name, value in (
+                    ("scope", event.scope),
+                    ("resource", event.resource_uri),
+                    ("content", _short(event.content_hash) if event.content_hash else None),
+                )
+                if value
+            ]
+            line = " ".join([when, event.summary(), *extra])
+            self.out.print(
+                printable(line, limit=8000), markup=False, highlight=False, soft_wrap=True
+            )
+        if not events:
+            self.note("no audit events")
+        if skipped:
+            self.note(f"{skipped} lines of the audit file are not events and were skipped")
+
     def block(self, block: ContextBlock, *, as_json: bool) -> None:
         if as_json:
             self.json(block.to_json())
@@ -321,14 +353,8 @@ _SCOPES = {"o": Scope.ONCE, "s": Scope.SESSION, "r": Scope.REMEMBER}
 NO_TERMINAL = "cannot ask: no terminal; use --approve-once or `skillward approve`"
 
 
-class TerminalApprover:
-    """Asks the person at the terminal, showing what the skill is and where it is from.
-
-    A :class:`~skillward.approvals.Prompter` (an ``ApprovalBook`` remembers the
-    answers), and an :class:`~skillward.approvals.Approver` on its own. Everything
-    from a server is escaped; long text is wrapped, never cut. With no terminal it
-    raises :class:`~skillward.errors.NoTerminal`, which says how to approve instead.
-    """
+class _AtTerminal:
+    """Something that asks the person at the terminal, on stderr."""
 
     def __init__(self, terminal: Terminal, *, stdin: TextIO | None = None) -> None:
         self.terminal = terminal
@@ -337,6 +363,20 @@ class TerminalApprover:
     @property
     def console(self) -> Console:
         return self.terminal.err
+
+    def _show(self, renderable: RenderableType | str) -> None:
+        # Wrap to the terminal and fold long words: never crop what a person decides on.
+        self.console.print(renderable, soft_wrap=False, overflow="fold", crop=False)
+
+
+class TerminalApprover(_AtTerminal):
+    """Asks the person at the terminal, showing what the skill is and where it is from.
+
+    A :class:`~skillward.approvals.Prompter` (an ``ApprovalBook`` remembers the
+    answers), and an :class:`~skillward.approvals.Approver` on its own. Everything
+    from a server is escaped; long text is wrapped, never cut. With no terminal it
+    raises :class:`~skillward.errors.NoTerminal`, which says how to approve instead.
+    """
 
     # --- what is shown ----------------------------------------------------------------
 
@@ -377,7 +417,7 @@ class TerminalApprover:
             parts.append(self._files(entry))
         if question.change:
             parts.append(self._change(question.change, entry.root if entry else None))
-        requests = self._not_granted(request)
+        requests = self._not_granted(question)
         if requests:
             parts.append(requests)
         if request.nested_in:
@@ -436,10 +476,24 @@ class TerminalApprover:
             lines.append(f"  the approval was revoked: {_safe(change.revoked, 500)}")
         return Text.from_markup("\n".join(lines), overflow="fold")
 
-    def _not_granted(self, request: ActivationRequest) -> RenderableType | None:
+    def _not_granted(self, question: Question) -> RenderableType | None:
+        request = question.request
         lines = []
-        if request.allowed_tools:
-            lines.append(f"  allowed-tools: {_safe(request.allowed_tools, 2000)}")
+        tools = request.requested_tools
+        if request.allowed_tools and not tools:
+            lines.append(
+                f"  allowed-tools: {_safe(request.allowed_tools, 2000)} (not a space-separated "
+                "list of tools: nothing can be granted)"
+            )
+        elif tools and not request.record.origin.is_mcp:
+            lines.append("  allowed-tools (a local skill: the host's own rules apply):")
+        elif tools and not request.tools_grantable:
+            lines.append("  allowed-tools (the administrator's policy forbids granting them):")
+        elif tools and question.grant_tools:
+            lines.append("  allowed-tools, [bold]granted with the approval (--grant-tools)[/bold]:")
+        elif tools:
+            lines.append("  allowed-tools (asked about separately after you approve):")
+        lines.extend(f"    - {_safe(tool, 500)}" for tool in tools)
         if request.hooks:
             lines.append(f"  hooks: {_safe(request.hooks, 2000)} (never run)")
         entry = request.record.entry
@@ -451,26 +505,32 @@ class TerminalApprover:
         head = "[yellow]It asks for more; approving it does not grant these:[/yellow]"
         return Text.from_markup("\n".join([head, *lines]), overflow="fold")
 
-    def _show(self, renderable: RenderableType | str) -> None:
-        # Wrap to the terminal and fold long words: never crop what a person approves.
-        self.console.print(renderable, soft_wrap=False, overflow="fold", crop=False)
-
     # --- asking -----------------------------------------------------------------------
 
     def _read(self, choices: list[str]) -> str:
         """One of ``choices``. Enter and end of input mean deny; anything not offered is
         asked again."""
-        offered = ", ".join(_CHOICE_TEXT[c] for c in choices)
-        while True:
-            self.console.print(f"{offered}? [dim](d)[/dim]: ", end="", soft_wrap=False)
-            line = self.stdin.readline()
-            if not line:
-                self.console.print()
-                return "d"
-            answer = line.strip().lower()[:1] or "d"
-            if answer in choices:
-                return answer
-            self.console.print(f"Please answer one of: {', '.join(choices)}.")
+        return _choose(self.console, self.stdin, {c: _CHOICE_TEXT[c] for c in choices}, "d")
+
+    async def _tools(self, question: Question) -> Grants:
+        """The tool grant: a separate, explicit choice after approving, listing each tool."""
+        request = question.request
+        tools = request.requested_tools
+        if not tools or not request.record.origin.is_mcp or not request.tools_grantable:
+            return Grants()
+        if question.grant_tools:
+            return Grants(tools=tools)
+        lines = [
+            f"[bold]{_safe(request.record.name)}[/bold] asks for these tools while the model "
+            "acts on it:",
+            *(f"  - {_safe(tool, 500)}" for tool in tools),
+            "Approving the skill did not grant them. Granted, they stay with this approval "
+            "and end when the skill changes.",
+        ]
+        self._show(Text.from_markup("\n".join(lines), overflow="fold"))
+        choices = {"g": "[bold]g[/bold]rant these tools", "n": "[bold]n[/bold]o"}
+        choice = await anyio.to_thread.run_sync(_choose, self.console, self.stdin, choices, "n")
+        return Grants(tools=tools) if choice == "g" else Grants()
 
     async def _view(self, request: ActivationRequest) -> None:
         assert request.viewer is not None
@@ -499,7 +559,7 @@ class TerminalApprover:
                 await self._view(question.request)
                 continue
             if choice in _SCOPES:
-                return Answer(Decision.APPROVE, _SCOPES[choice])
+                return Answer(Decision.APPROVE, _SCOPES[choice], await self._tools(question))
             return Answer(Decision.DENY)
 
     async def ask(self, questions: Sequence[Question]) -> list[Answer]:
@@ -521,7 +581,10 @@ class TerminalApprover:
         self._show(Rule(f"approve all {total} skills?"))
         choice = await anyio.to_thread.run_sync(self._read, choices)
         if choice in _SCOPES:
-            return [Answer(Decision.APPROVE, _SCOPES[choice]) for _ in questions]
+            # Tools are never granted in bulk: each skill that asks for them is asked apart.
+            return [
+                Answer(Decision.APPROVE, _SCOPES[choice], await self._tools(q)) for q in questions
+            ]
         if choice == "e":
             return [
                 await self._one(q, f"skill {n} of {total}: approve loading it?")
@@ -531,5 +594,104 @@ class TerminalApprover:
 
     async def decide(self, request: ActivationRequest) -> Decision:
         """As an Approver on its own: ask, and remember nothing."""
+        return (await self.consent(request)).decision
+
+    async def consent(self, request: ActivationRequest) -> Answer:
+        """As a :class:`~skillward.approvals.Granting` approver on its own: ask, with the
+        tool grant apart, for this activation only."""
         (answer,) = await self.ask([Question(request, remember_unavailable="nothing is stored")])
-        return answer.decision
+        return Answer(answer.decision, Scope.ONCE, answer.grants)
+
+    async def held(self, request: ActivationRequest) -> Grants | None:
+        """Nothing is recorded, so nothing is held."""
+        return None
+
+    async def add_grant(self, request: ActivationRequest, grants: Grants) -> bool:
+        """Nothing is recorded, so no grant can be kept."""
+        return False
+
+
+def _choose(console: Console, stdin: TextIO, choices: dict[str, str], default: str) -> str:
+    """One key of ``choices`` read from ``stdin``. Enter and end of input mean ``default``
+    (always the refusal); anything not offered is asked again."""
+    offered = ", ".join(choices.values())
+    while True:
+        console.print(f"{offered}? [dim]({default})[/dim]: ", end="", soft_wrap=False)
+        line = stdin.readline()
+        if not line:
+            console.print()
+            return default
+        answer = line.strip().lower()[:1] or default
+        if answer in choices:
+            return answer
+        console.print(f"Please answer one of: {', '.join(choices)}.")
+
+
+class _TerminalGate(_AtTerminal):
+    """Asks the person at the terminal about one gate decision; no terminal means deny."""
+
+    async def _choose(self, choices: dict[str, str]) -> str:
+        if not self.stdin.isatty():
+            self.terminal.note("denied: no terminal to ask")
+            return "d"
+        return await anyio.to_thread.run_sync(_choose, self.console, self.stdin, choices, "d")
+
+
+class TerminalExecutionGate(_TerminalGate):
+    """An :class:`~skillward.gates.ExecutionGate` that asks at the terminal, naming the
+    skill, its server and the command. "Always for this skill" is offered only when the
+    skill's approval is recorded (the grant joins that record and ends with it)."""
+
+    async def decide(self, request: ExecutionRequest) -> Decision:
+        skill = request.skill
+        where = f"server {_safe(skill.origin)}" if skill else "an MCP server"
+        if request.identity:
+            where += f", reached by {_safe(request.identity, 2000)}"
+        lines = [
+            f"The model wants to run [bold]{_safe(request.tool, 200)}[/bold] while it acts on "
+            f"skill [bold]{_safe(request.name or '?')}[/bold] from {where}.",
+        ]
+        if skill is not None:
+            lines.append(f"  skill uri: {_safe(skill.locator, 2000)}")
+        lines.append(f"  command: {_safe(request.detail or '(no arguments)', 4000)}")
+        others = [k for k in request.acting if k != skill]
+        if others:
+            shown = ", ".join(f"{_safe(k.origin)}:{_safe(k.locator)}" for k in others)
+            lines.append(f"  also acting on: {shown} (each is asked about)")
+        lines.append(
+            "[yellow]The skill's text is written by its server; it may be asking the model "
+            "to run this.[/yellow]"
+        )
+        self._show(Rule("allow code execution?"))
+        self._show(Text.from_markup("\n".join(lines), overflow="fold"))
+        choices = {"o": "allow [bold]o[/bold]nce"}
+        if request.remember is not None:
+            choices["a"] = "[bold]a[/bold]lways for this skill until it changes"
+        choices["d"] = "[bold]d[/bold]eny"
+        choice = await self._choose(choices)
+        if choice == "a" and request.remember is not None:
+            if not await request.remember():
+                self.terminal.note("not remembered: allowed once")
+            return Decision.APPROVE
+        return Decision.APPROVE if choice == "o" else Decision.DENY
+
+
+class TerminalCrossOriginGate(_TerminalGate):
+    """A :class:`~skillward.gates.CrossOriginGate` that asks at the terminal, per call,
+    naming the server read and every server whose text is in context. Never remembered."""
+
+    async def decide(self, request: CrossOriginRequest) -> Decision:
+        acting = ", ".join(_safe(label) for label in request.acting)
+        lines = [
+            f"The model wants to read from server [bold]{_safe(request.target)}[/bold] while "
+            f"text from server {acting} is in its context.",
+            f"  uri: {_safe(request.uri, 2000)}",
+            "[yellow]Text from one server can steer the model into reading another: allow "
+            "it only if you asked for this.[/yellow]",
+        ]
+        self._show(Rule("allow a read across servers?"))
+        self._show(Text.from_markup("\n".join(lines), overflow="fold"))
+        choice = await self._choose(
+            {"y": "[bold]y[/bold]es, this read only", "d": "[bold]d[/bold]eny"}
+        )
+        return Decision.APPROVE if choice == "y" else Decision.DENY

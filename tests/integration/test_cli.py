@@ -33,6 +33,7 @@ def run(
         "XDG_CONFIG_HOME": str(home / ".config"),
         "XDG_CACHE_HOME": str(home / ".cache"),
         "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
         "COLUMNS": str(columns),
         "NO_COLOR": "1",
     }

@@ -15,6 +15,7 @@ from skillward.cache import CacheKey
 from skillward.errors import DigestMismatch, ExecutionDenied, PolicyDenied
 from skillward.gates import ExecutionRequest
 from skillward.host import HostConfig, SkillHost
+from skillward.policy import GrantKind, GrantMode
 from skillward.servers import InMemoryTransport, ServerSpec
 from tests.support.doubles import Approving, Execution
 from tests.support.hostile import HostileState, build_hostile_server, build_hostile_tree
@@ -44,6 +45,10 @@ class DictCache:
 class DenyingPolicy:
     server: str | None = None
     skill: str | None = None
+    never: frozenset[GrantKind] = frozenset()
+
+    def grant_mode(self, kind: GrantKind) -> GrantMode:
+        return "never" if kind in self.never else "prompt"
 
     def check_server(self, spec: ServerSpec) -> None:
         if spec.label == self.server:
@@ -155,7 +160,11 @@ async def test_the_execution_gate_is_asked_with_the_acting_skills(
             await host.connect(spec)
             activation = await host.activate("good")
             await host.authorize_execution("bash", detail="ls")
-    assert gate.asked == [ExecutionRequest("bash", (activation.record.key,), "ls")]
+    key = activation.record.key
+    assert gate.asked == [
+        ExecutionRequest("bash", (key,), "ls", skill=key, name="good", identity=spec.identity)
+    ]
+    assert gate.asked[0].remember is None  # Approving records nothing a grant could join
 
 
 async def test_a_server_without_the_extension_connects_with_a_note_and_no_skills() -> None:

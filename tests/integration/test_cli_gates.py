@@ -1,0 +1,114 @@
+"""`skillward approve --grant-tools`, `load --json` tools, and `skillward audit`, run as a
+person would run them against the bundled example server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_cli import EXAMPLES, run, secret_service_or_skip
+
+COMMON = ("--no-local", "--server", EXAMPLES)
+PDF_TOOLS = ["Bash(python:*)", "Read"]
+PDF_DESCRIPTION = "Extract text and tables from PDF files"
+
+
+def audit(home: Path, *options: str) -> list[dict[str, object]]:
+    result = run("audit", "--json", *options, home=home)
+    assert result.returncode == 0, result.stderr
+    events: list[dict[str, object]] = json.loads(result.stdout)["events"]
+    return events
+
+
+@pytest.mark.threat("T14")
+def test_load_json_reports_requested_tools_and_grants_none_on_approve_once(
+    tmp_path: Path,
+) -> None:
+    result = run("load", "pdf-processing", "--approve-once", "--json", *COMMON, home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["kind"] == "skill"
+    assert data["requested_tools"] == PDF_TOOLS
+    assert data["granted_tools"] == []
+
+
+@pytest.mark.threat("T14")
+def test_approve_grant_tools_grants_the_requested_tools_with_the_approval(
+    tmp_path: Path,
+) -> None:
+    result = run(
+        "approve",
+        "pdf-processing",
+        "--yes",
+        "--scope",
+        "session",
+        "--grant-tools",
+        "--json",
+        *COMMON,
+        home=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["scope"] == "session"
+    assert data["requested_tools"] == data["granted_tools"] == PDF_TOOLS
+    plain = run(
+        "approve", "refunds", "--yes", "--scope", "session", "--grant-tools", *COMMON, home=tmp_path
+    )
+    assert plain.returncode == 0, plain.stderr
+    assert "requests no tools" in plain.stderr
+
+
+@pytest.mark.threat("T14")
+def test_a_remembered_tool_grant_reaches_load_and_ends_with_a_revocation(tmp_path: Path) -> None:
+    secret_service_or_skip(tmp_path)
+    approved = run(
+        "approve", "pdf-processing", "--yes", "--grant-tools", *COMMON, home=tmp_path, keyring=None
+    )
+    assert approved.returncode == 0, approved.stderr
+    assert "tools granted: Bash(python:*), Read" in approved.stderr
+    loaded = run("load", "pdf-processing", "--json", *COMMON, home=tmp_path, keyring=None)
+    assert loaded.returncode == 0, loaded.stderr
+    assert json.loads(loaded.stdout)["granted_tools"] == PDF_TOOLS
+    revoked = run("approvals", "revoke", "examples:pdf-processing", home=tmp_path, keyring=None)
+    assert revoked.returncode == 0, revoked.stderr
+    again = run("load", "pdf-processing", "--json", *COMMON, home=tmp_path, keyring=None)
+    assert again.returncode == 3  # asked again, and there is no terminal to ask
+    kinds = [(e["event"], e["decision"]) for e in audit(tmp_path)]
+    assert kinds == [
+        ("approval", "approved"),
+        ("grant", "granted"),
+        ("approval", "approved"),
+        ("revocation", "revoked"),
+        ("denial", "denied"),
+    ]
+
+
+@pytest.mark.threat("T36")
+def test_skillward_audit_shows_each_decision_without_skill_content(tmp_path: Path) -> None:
+    assert run("load", "pdf-processing", "--approve-once", *COMMON, home=tmp_path).returncode == 0
+    assert run("load", "refunds", *COMMON, home=tmp_path).returncode == 3  # no terminal: denied
+    events = audit(tmp_path)
+    assert [(e["event"], e["decision"], e["label"]) for e in events] == [
+        ("approval", "approved", "examples"),
+        ("denial", "denied", "examples"),
+    ]
+    assert events[0]["skill_uri"] == "skill://pdf-processing/SKILL.md"
+    assert str(events[0]["identity"]).endswith("-m skillward serve")
+    assert str(events[0]["content_hash"]).startswith("sha256:")
+    state = tmp_path / ".local" / "state" / "skillward" / "audit.jsonl"
+    raw = state.read_text(encoding="utf-8")
+    assert PDF_DESCRIPTION not in raw
+    assert "scripts/extract.py" not in raw
+    text = run("audit", home=tmp_path)
+    assert text.returncode == 0, text.stderr
+    assert "approval approved activation examples skill://pdf-processing/SKILL.md" in text.stdout
+    assert audit(tmp_path, "--since", "1h") == events
+    assert run("audit", "--since", "soon", home=tmp_path).returncode == 2
+
+
+def test_audit_with_no_file_says_so(tmp_path: Path) -> None:
+    result = run("audit", home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "no audit events" in result.stderr

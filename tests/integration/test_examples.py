@@ -1,0 +1,46 @@
+"""The examples in examples/ run, and do what the README says they do."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.threat("T13")
+@pytest.mark.threat("T16")
+@pytest.mark.threat("T38")
+def test_the_agent_loop_example_runs_every_step_through_handle_tool_call(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    result = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "agent_loop.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    steps = [line for line in out.splitlines() if line.startswith("step ")]
+    assert len(steps) == 6
+    assert "pdf-processing  (mcp examples)" in out
+    assert "result: a skill block from mcp:examples, trust=untrusted" in out
+    assert "tools granted to the model while it acts on the skill: none" in out
+    assert "result: a file block from mcp:examples" in out
+    assert "audit: gate denied cross_origin examples target=crm" in out
+    assert "CrossOriginDenied" in out
+    assert "audit: gate denied execution examples skill://pdf-processing/SKILL.md tool=bash" in out
+    assert "ExecutionDenied" in out
+    assert "audit: gate allowed execution" in out
+    assert out.rstrip().endswith("the host now runs its own 'bash' tool (not run here)")
