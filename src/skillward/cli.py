@@ -359,13 +359,18 @@ def _serve(args: argparse.Namespace) -> int:
     )
     try:
         if args.http is None:
-            # stdout carries the protocol; people read stderr.
-            print(
-                f"skillward serve: {catalog.summary()} from {directory} over stdio",
-                file=sys.stderr,
-                flush=True,
-            )
-            anyio.run(server.serve_stdio, mcp_server)
+
+            async def run_stdio() -> None:
+                # Said from inside the event loop, once Ctrl-C is handled by it; stdout
+                # carries the protocol, people read stderr.
+                print(
+                    f"skillward serve: {catalog.summary()} from {directory} over stdio",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                await server.serve_stdio(mcp_server)
+
+            anyio.run(run_stdio)
             return EXIT_OK
         host, port = args.http
         server.quiet_transport_logs()
