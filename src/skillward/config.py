@@ -64,6 +64,8 @@ class Limits:
     max_store_bytes: int = 64 * 1024 * 1024
     #: Seconds to wait for another process to finish writing the approval store.
     store_lock_timeout: float = 30.0
+    #: Bytes of one policy file read at most; a larger one cannot be used (fail closed).
+    max_policy_bytes: int = 1024 * 1024
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):

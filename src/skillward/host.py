@@ -331,14 +331,18 @@ class SkillHost:
         cache: ContentCache | None = None,
         sink: ContextSink | None = None,
     ) -> None:
-        self.config = config or HostConfig()
+        self.policy: Policy = policy or NoPolicy()
+        config = config or HostConfig()
+        # The policy's limits replace the host's; a cache the policy turns off keeps nothing.
+        self.config = dataclasses.replace(config, limits=self.policy.limits(config.limits))
         self.approver: Approver = _async_seam(approver or DenyAll(), "approver")
         self.cross_origin: CrossOriginGate = _async_seam(
             cross_origin or DenyCrossOrigin(), "cross_origin"
         )
         self.execution: ExecutionGate = _async_seam(execution or DenyExecution(), "execution")
-        self.policy: Policy = policy or NoPolicy()
         self.cache: ContentCache = cache or NoCache()
+        if not self.policy.cache_allowed():
+            self.cache = NoCache()
         self.registry = Registry()
         self.notes: list[str] = []
         self._sink = sink
@@ -786,7 +790,15 @@ class SkillHost:
         request = self._approval_request(record)
         # Policy first: no approval overrides what an administrator forbids.
         self.policy.check_activation(request)
-        decision = _decision(await self.approver.decide(request), self.approver)
+        pin = self.policy.pin_for(request)
+        if pin is not None:
+            # An administrator reviewed exactly this content from this server.
+            logger.info(
+                "%s:%s is pinned in %s", record.origin.label, record.key.locator, pin.source
+            )
+            decision = Decision.APPROVE
+        else:
+            decision = _decision(await self.approver.decide(request), self.approver)
         if decision is not Decision.APPROVE:
             logger.info("activation of %s:%s declined", record.origin.label, record.key.locator)
             raise ApprovalDenied(
@@ -1037,6 +1049,8 @@ class SkillHost:
         if not entry.is_dynamic and uri not in entry.manifest:
             raise self._unlisted(record, entry, uri)
         if activation is None:
+            # What the policy refuses to load, it refuses to read from too.
+            self.policy.check_activation(self._approval_request(record))
             # Not a file of an active skill: the same origin binding as read_resource.
             await self._check_cross_origin(record.origin.label, uri)
         return await self._read_skill_file(record, entry, uri)
