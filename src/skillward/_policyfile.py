@@ -175,8 +175,8 @@ class PolicyFile(_Table):
     model_config = ConfigDict(title="skillward policy", frozen=True, extra="forbid", strict=True)
 
     version: Literal[1] = Field(1, description="The format version: 1.")
-    contact: Annotated[str, StringConstraints(min_length=1, max_length=500)] | None = Field(
-        None, description="Who to ask; shown in every denial."
+    contact: str | None = Field(
+        None, min_length=1, max_length=500, description="Who to ask; shown in every denial."
     )
     servers: ServersTable = ServersTable()
     skills: SkillsTable = SkillsTable()
@@ -351,13 +351,17 @@ def _locate(text: str) -> dict[Path_, int]:
 
 
 def _entry_line(text: str, start: int | None, value: object) -> int | None:
-    """The line of a list entry: the first line from the key's on that quotes it."""
-    if start is None or not isinstance(value, str):
+    """The line of a list entry: the first line from the key's on that holds it."""
+    if start is None or isinstance(value, list | dict):
         return start
+    if isinstance(value, str):
+        needle = re.compile(re.escape(f'"{value}"') + "|" + re.escape(f"'{value}'"))
+    else:
+        shown = str(value).lower() if isinstance(value, bool) else str(value)
+        needle = re.compile(r"(?<![\w.])" + re.escape(shown) + r"(?![\w.])")
     lines = text.splitlines()
-    needles = (f'"{value}"', f"'{value}'")
     for number in range(start, min(len(lines), start + 10_000) + 1):
-        if any(needle in lines[number - 1] for needle in needles):
+        if needle.search(lines[number - 1]):
             return number
         if number > start and lines[number - 1].lstrip().startswith(("[", "]")):
             break
@@ -575,6 +579,8 @@ def parse_policy(text: str, source: str) -> ParsedPolicy:
     except tomllib.TOMLDecodeError as error:
         found = _TOML_ERROR_LINE.search(str(error))
         line = int(found.group(1)) if found else None
+        if line is None and "end of document" in str(error):
+            line = max(1, len(text.splitlines()))
         message = f"not valid TOML: {printable(str(error), limit=200)}; the file cannot be used"
         return ParsedPolicy(source, None, (PolicyProblem(source, line, message, True),), {})
     except RecursionError:

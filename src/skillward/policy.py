@@ -484,7 +484,7 @@ class EffectivePolicy:
             )
         max_scope, scope_reason = Scope.REMEMBER, ""
         persist = self._scalars.get("approvals.persist")
-        if persist is not None:
+        if persist is not None and persist.value != Scope.REMEMBER.value:
             max_scope = Scope(persist.value)
             scope_reason = self._rule(persist)
         max_age = None

@@ -33,6 +33,7 @@ from skillward.errors import (
 )
 from skillward.gates import CrossOriginRequest
 from skillward.host import HostConfig, SkillHost
+from skillward.policy import NoPolicy
 from skillward.server import (
     ServedFile,
     ServedSkill,
@@ -264,10 +265,7 @@ async def test_a_host_may_opt_in_to_lookups_by_uri(tmp_path: Path) -> None:
 
 @pytest.mark.threat("T16")
 async def test_a_skill_denied_by_policy_has_no_files_to_read(tmp_path: Path) -> None:
-    class DenyGood:
-        def check_server(self, spec: ServerSpec) -> None:
-            return None
-
+    class DenyGood(NoPolicy):
         def check_activation(self, request: Any) -> None:
             from skillward.errors import PolicyDenied  # noqa: PLC0415
 
