@@ -22,11 +22,9 @@ read) lets no server connect, remembers nothing and caches nothing.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import json
-import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -170,29 +168,51 @@ class NoPolicy:
 
 
 # --- globs ------------------------------------------------------------------------------------
+#
+# Names come from servers, so matching must not backtrack: a greedy wildcard match costs
+# at most len(pattern) * len(name) steps, whatever the pattern.
 
 
-@functools.lru_cache(maxsize=4096)
-def _server_glob(pattern: str) -> re.Pattern[str]:
-    """Server patterns: ``*`` matches any characters (command lines and URLs hold ``/``)."""
-    parts = [".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in pattern]
-    return re.compile("".join(parts), re.DOTALL)
+def _wild(
+    pattern: Sequence[str], name: Sequence[str], star: str, unit: Callable[[str, str], bool]
+) -> bool:
+    """Whether ``name`` matches ``pattern``, where ``star`` matches any run of units."""
+    p = n = 0
+    star_at, resume = -1, 0
+    while n < len(name):
+        if p < len(pattern) and pattern[p] == star:
+            star_at, resume = p, n
+            p += 1
+        elif p < len(pattern) and unit(pattern[p], name[n]):
+            p += 1
+            n += 1
+        elif star_at >= 0:
+            p, resume = star_at + 1, resume + 1
+            n = resume
+        else:
+            return False
+    return all(rest == star for rest in pattern[p:])
 
 
-@functools.lru_cache(maxsize=4096)
-def _skill_glob(pattern: str) -> re.Pattern[str]:
-    """Skill URI patterns: ``*`` within one path segment, ``**`` across segments."""
-    parts = re.split(r"(\*\*|\*|\?)", pattern)
-    wild = {"**": ".*", "*": "[^/]*", "?": "[^/]"}
-    return re.compile("".join(wild.get(p, re.escape(p)) for p in parts), re.DOTALL)
+def _char(pattern: str, char: str) -> bool:
+    return pattern in ("?", char)
 
 
-_GLOBS = {"servers": _server_glob, "skills": _skill_glob}
+def _segment(pattern: str, segment: str) -> bool:
+    """One path segment: ``*`` within it, ``?`` one character."""
+    return _wild(pattern, segment, "*", _char)
 
 
-def _matches(table: str, pattern: str, names: Sequence[str]) -> bool:
-    glob = _GLOBS[table](pattern)
-    return any(glob.fullmatch(name) for name in names)
+def _matches(table: str, pattern: str, names: Sequence[str], *, fold: bool = False) -> bool:
+    """Server patterns: ``*`` matches any characters (command lines and URLs hold ``/``).
+    Skill patterns: ``*`` within one path segment, ``**`` as a segment across segments.
+    ``fold``: without regard to case (deny rules, so a case variant does not slip by)."""
+    if fold:
+        pattern, names = pattern.casefold(), [name.casefold() for name in names]
+    if table == "servers":
+        return any(_wild(pattern, name, "*", _char) for name in names)
+    parts = pattern.split("/")
+    return any(_wild(parts, name.split("/"), "**", _segment) for name in names)
 
 
 def server_names(label: str, identity: str | None) -> tuple[str, ...]:
@@ -244,6 +264,17 @@ class _Merged:
     problems: list[PolicyProblem] = field(default_factory=list)
 
 
+def _uncovered(
+    table: str, entries: Sequence[Setting], earlier: Sequence[_AllowList]
+) -> tuple[str, _AllowList] | None:
+    """An entry of a later allow list that an earlier one does not cover, and that list."""
+    for entry in entries:
+        for held in earlier:
+            if not any(_matches(table, a.value, [entry.value]) for a in held.entries):
+                return entry.value, held
+    return None
+
+
 def _merge(layers: Sequence[PolicyLayer]) -> _Merged:
     merged = _Merged()
     for layer in layers:
@@ -276,19 +307,13 @@ def _merge(layers: Sequence[PolicyLayer]) -> _Merged:
                         for i, v in enumerate(value)
                     )
                     earlier = merged.allows.setdefault(key, [])
-                    wider = [
-                        e.value
-                        for e in entries
-                        if not all(
-                            any(_matches(table_name, a.value, [e.value]) for a in held.entries)
-                            for held in earlier
-                        )
-                    ]
-                    if wider:
+                    wider = _uncovered(table_name, entries, earlier)
+                    if wider is not None:
+                        entry, narrower = wider
                         ignore(
                             (table_name, name),
-                            f"{key} is ignored: it would allow {wider[0]!r}, which "
-                            f"{key} in {earlier[0].source} does not",
+                            f"{key} is ignored: it would allow {entry!r}, which "
+                            f"{key} in {narrower.source} does not",
                         )
                         continue
                     earlier.append(_AllowList(key, where(table_name, name), contact, entries))
@@ -339,7 +364,6 @@ class EffectivePolicy:
         *,
         headless: bool = False,
         lockdown: Lockdown | None = None,
-        problems: Sequence[PolicyProblem] = (),
     ) -> None:
         self.layers = tuple(layers)
         self.headless = headless
@@ -351,8 +375,8 @@ class EffectivePolicy:
         self._pins = tuple(merged.pins)
         self._contact = merged.contact
         parsed = [p for layer in self.layers for p in layer.parsed.problems]
-        #: Every warning about the policy files, and why any layer was set aside.
-        self.problems: tuple[PolicyProblem, ...] = (*problems, *parsed, *merged.problems)
+        #: Every warning about the policy files: what each file holds, and what merging ignored.
+        self.problems: tuple[PolicyProblem, ...] = (*parsed, *merged.problems)
 
     # --- what is in force -----------------------------------------------------------------
 
@@ -366,7 +390,8 @@ class EffectivePolicy:
         return self._scalars.get(key)
 
     def settings(self) -> Iterator[Setting]:
-        """Every effective value with its source, in file order (``skillward policy show``)."""
+        """Every effective value with its source, table by table, then the pins
+        (``skillward policy show``)."""
         if self._contact is not None:
             yield self._contact
         for table in TABLES:
@@ -382,13 +407,14 @@ class EffectivePolicy:
 
     @property
     def version(self) -> str:
-        """A digest of the policy in force, recorded with every approval."""
+        """A digest of the policy in force (its values, not where they came from),
+        recorded with every approval."""
         values = [
             [s.key, s.value.model_dump() if isinstance(s.value, PinEntry) else s.value]
             for s in self.settings()
         ]
         canonical = json.dumps(
-            {"lockdown": self.lockdown is not None, "values": values, "headless": self.headless},
+            {"lockdown": self.lockdown is not None, "values": values},
             sort_keys=True,
             default=list,
         )
@@ -410,6 +436,10 @@ class EffectivePolicy:
         self._check_lockdown(server=label, uri=entry.uri)
         if entry.is_dynamic:
             self._check_dynamic(label, entry.uri)
+            digests = self._denies.get("skills.deny_digests", ())
+            if digests:
+                what = "its content is dynamic, so its files cannot be checked against a digest"
+                raise self._denied(what, digests[0], server=label, uri=entry.uri)
         names = (entry.uri, str(entry.root))
         self._check_lists("skills", names, "this skill", server=label, uri=entry.uri)
         blocked = {s.value: s for s in self._denies.get("skills.deny_digests", ())}
@@ -549,7 +579,7 @@ class EffectivePolicy:
         self, table: str, names: Sequence[str], what: str, *, server: str, uri: str | None
     ) -> None:
         for rule in self._denies.get(f"{table}.deny", ()):
-            if _matches(table, rule.value, names):
+            if _matches(table, rule.value, names, fold=True):
                 raise self._denied(f"{what} matches a deny rule", rule, server=server, uri=uri)
         for allow in self._allows.get(f"{table}.allow", ()):
             if not any(_matches(table, e.value, names) for e in allow.entries):

@@ -105,6 +105,8 @@ def test_a_denied_skill_exits_5_naming_the_rule_file_and_contact(tmp_path: Path)
     assert "skills.deny = 'skill://acme/**'" in result.stderr
     assert f"{path}:4" in result.stderr
     assert "contact: IT desk" in result.stderr
+    approve = run("approve", "refunds", "--yes", "--no-local", "--server", EXAMPLES, home=tmp_path)
+    assert approve.returncode == 5
 
 
 @pytest.mark.threat("T40")

@@ -41,23 +41,28 @@ def reads(state: HostileState) -> list[str | None]:
     return [uri for method, uri in state.requests if method == "resources/read"]
 
 
+async def refused_connection(policy: Policy, spec: ServerSpec) -> PolicyDenied:
+    with anyio.fail_after(30):
+        async with SkillHost(approver=Approving(), policy=policy) as host:
+            with pytest.raises(PolicyDenied) as caught:
+                await host.connect(spec)
+            assert host.servers() == []
+    return caught.value
+
+
 @pytest.mark.threat("T40")
 async def test_a_denied_server_never_connects_and_the_error_names_rule_file_and_contact(
     dirs: PolicyDirs, hostile: tuple[ServerSpec, HostileState]
 ) -> None:
     spec, state = hostile
     path = dirs.admin('version = 1\ncontact = "IT desk, #it"\n[servers]\ndeny = ["host*"]\n')
-    with anyio.fail_after(30):
-        async with SkillHost(approver=Approving(), policy=dirs.load()) as host:
-            with pytest.raises(PolicyDenied) as caught:
-                await host.connect(spec)
-            assert host.servers() == []
+    error = await refused_connection(dirs.load(), spec)
     assert state.requests == []
-    assert caught.value.exit_code == 5
-    assert caught.value.server == "hostile"
-    assert "servers.deny = 'host*'" in caught.value.message
-    assert f"{path}:4" in caught.value.message
-    assert "contact: IT desk, #it" in caught.value.message
+    assert error.exit_code == 5
+    assert error.server == "hostile"
+    assert "servers.deny = 'host*'" in error.message
+    assert f"{path}:4" in error.message
+    assert "contact: IT desk, #it" in error.message
 
 
 @pytest.mark.threat("T39")
@@ -67,13 +72,10 @@ async def test_an_unsafe_admin_directory_lets_no_server_connect(
     spec, state = hostile
     dirs.admin("version = 1\n")
     dirs.admin_dir.chmod(0o777)
-    with anyio.fail_after(30):
-        async with SkillHost(approver=Approving(), policy=dirs.load()) as host:
-            with pytest.raises(PolicyDenied) as caught:
-                await host.connect(spec)
+    error = await refused_connection(dirs.load(), spec)
     assert state.requests == []
-    assert str(dirs.admin_dir) in caught.value.message
-    assert "group- and others-writable" in caught.value.message
+    assert str(dirs.admin_dir) in error.message
+    assert "group- and others-writable" in error.message
 
 
 @pytest.mark.threat("T40")

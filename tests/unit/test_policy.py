@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ from skillward.approvals import ActivationRequest, ApprovalRules, Scope, content
 from skillward.config import SEP_MAX_SKILL_BYTES, Limits
 from skillward.errors import PolicyDenied
 from skillward.origins import Origin, SkillKey
-from skillward.policy import EffectivePolicy, GrantKind, NoPolicy, PolicyLayer
+from skillward.policy import EffectivePolicy, GrantKind, NoPolicy, PolicyLayer, _matches
 from skillward.registry import SkillRecord
 from skillward.servers import ServerSpec
 from tests.support.approvals import HTTP, make_entry, make_request
@@ -586,3 +587,59 @@ def test_a_later_layer_never_widens_what_earlier_layers_allow(
         assert after.limits(Limits()).max_skill_bytes <= before.limits(Limits()).max_skill_bytes
     if after.cache_allowed():
         assert before.cache_allowed()
+
+
+# --- glob matching -----------------------------------------------------------------------------
+
+
+def reference_segment(pattern: str, segment: str) -> bool:
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, segment, re.DOTALL) is not None
+
+
+def reference_skill(pattern: list[str], name: list[str]) -> bool:
+    """Skill globs by exhaustive search: slow, obviously right, for tiny inputs."""
+    if not pattern:
+        return not name
+    if pattern[0] == "**":
+        return any(reference_skill(pattern[1:], name[i:]) for i in range(len(name) + 1))
+    return (
+        bool(name)
+        and reference_segment(pattern[0], name[0])
+        and reference_skill(pattern[1:], name[1:])
+    )
+
+
+_GLOB_TEXT = st.text(alphabet="ab/*?", max_size=10)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_GLOB_TEXT, st.text(alphabet="ab/", max_size=10))
+def test_glob_matching_agrees_with_an_exhaustive_search(pattern: str, name: str) -> None:
+    assert _matches("servers", pattern, [name]) == reference_segment(pattern, name)
+    expected = reference_skill(pattern.split("/"), name.split("/"))
+    assert _matches("skills", pattern, [name]) == expected
+
+
+@pytest.mark.threat("T40")
+def test_a_deny_rule_matches_without_regard_to_case(dirs: PolicyDirs) -> None:
+    dirs.admin(
+        'version = 1\n[servers]\ndeny = ["npx *"]\n[skills]\ndeny = ["skill://*/experimental/**"]\n'
+    )
+    policy = dirs.load()
+    refused(policy, stdio_server("tools", "NPX", "-y", "evil"))
+    refused_skill(policy, root="skill://acme/Experimental/new")
+
+
+def test_a_hostile_name_against_many_stars_is_matched_without_backtracking() -> None:
+    # A backtracking matcher takes exponential time here; this one takes a few thousand steps.
+    name = "skill://" + "a/" * 1000 + "SKILL.md"
+    assert not _matches("skills", "skill://**/a*a*a*a*a*a*b/**/**/**/x", [name])
+    assert not _matches("servers", "*a*a*a*a*a*a*a*a*a*b", ["a" * 2000])
+
+
+@pytest.mark.threat("T40")
+def test_a_dynamic_skill_is_refused_where_digests_are_denied(dirs: PolicyDirs) -> None:
+    dirs.admin(f'version = 1\n[skills]\ndeny_digests = ["sha256:{"0" * 64}"]\n')
+    error = refused_skill(dirs.load(), dynamic=True)
+    assert "cannot be checked against a digest" in error.message

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from skillward._store import FileApprovalStore
-from skillward.approvals import ApprovalBook, ApprovalRules, Decision, Scope
+from skillward.approvals import ActivationRequest, ApprovalBook, ApprovalRules, Decision, Scope
 from skillward.errors import PolicyDenied
 from tests.support.approvals import Scripted, make_entry, make_request, yes
 from tests.support.keys import MemoryKeys
@@ -45,6 +45,15 @@ def world(tmp_path: Path) -> World:
     return World(store, Clock(), [])
 
 
+async def asks_again(world: World, rules: ApprovalRules, request: ActivationRequest) -> bool:
+    """Whether a new book (a new process) under ``rules`` asks about ``request`` (and is
+    refused: the script says no)."""
+    prompter = Scripted()
+    decision = await world.book(prompter, rules).decide(request)
+    assert (decision is Decision.DENY) == bool(prompter.asked)
+    return bool(prompter.asked)
+
+
 def rules(tmp_path: Path, text: str) -> ApprovalRules:
     dirs = PolicyDirs(tmp_path / "policy")
     dirs.admin("version = 1\n" + text)
@@ -65,9 +74,7 @@ async def test_a_session_cap_keeps_a_remember_answer_for_this_session_only(
     assert len(prompter.asked) == 1
     assert world.store.records() == []
     assert world.notes == [f"approved for this session only: {capped.scope_reason}"]
-    later = Scripted()
-    assert await world.book(later, capped).decide(request) is Decision.DENY
-    assert len(later.asked) == 1
+    assert await asks_again(world, capped, request)
 
 
 @pytest.mark.threat("T40")
@@ -92,10 +99,8 @@ async def test_remembered_approvals_are_not_honoured_once_the_policy_caps_the_sc
         Decision.APPROVE
     )
     assert len(world.store.records()) == 1
-    later = Scripted()
-    capped = rules(tmp_path, '[approvals]\npersist = "session"\n')
-    assert await world.book(later, capped).decide(request) is Decision.DENY
-    assert len(later.asked) == 1
+    assert not await asks_again(world, ApprovalRules(), request)
+    assert await asks_again(world, rules(tmp_path, '[approvals]\npersist = "session"\n'), request)
 
 
 @pytest.mark.threat("T40")
@@ -120,13 +125,9 @@ async def test_an_approval_older_than_max_age_days_is_asked_about_again(
     first = Scripted([yes(Scope.REMEMBER)])
     assert await world.book(first, aged).decide(request) is Decision.APPROVE
     world.clock.now += 29 * DAY
-    fresh = Scripted()
-    assert await world.book(fresh, aged).decide(request) is Decision.APPROVE
-    assert fresh.asked == []
+    assert not await asks_again(world, aged, request)
     world.clock.now += 2 * DAY
-    stale = Scripted()
-    assert await world.book(stale, aged).decide(request) is Decision.DENY
-    assert len(stale.asked) == 1
+    assert await asks_again(world, aged, request)
 
 
 @pytest.mark.threat("T40")
