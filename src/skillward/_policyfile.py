@@ -38,6 +38,7 @@ from skillward.errors import InvalidUri, printable
 from skillward.uris import skill_root_of
 
 __all__ = [
+    "UNUSABLE",
     "VERSION",
     "ParsedPolicy",
     "PinEntry",
@@ -51,6 +52,8 @@ __all__ = [
 
 #: The format version this code reads.
 VERSION = 1
+#: How a fatal problem's message ends.
+UNUSABLE = "; the file cannot be used"
 
 Path_ = tuple[str | int, ...]
 
@@ -537,8 +540,7 @@ class _Reader:
         elif type(version) is not int or version != VERSION:
             self.warn(
                 ("version",),
-                f"version {_shown(version)} is not one this skillward reads ({VERSION}); "
-                "the file cannot be used",
+                f"version {_shown(version)} is not one this skillward reads ({VERSION})" + UNUSABLE,
                 fatal=True,
             )
             return None
@@ -581,9 +583,9 @@ def parse_policy(text: str, source: str) -> ParsedPolicy:
         line = int(found.group(1)) if found else None
         if line is None and "end of document" in str(error):
             line = max(1, len(text.splitlines()))
-        message = f"not valid TOML: {printable(str(error), limit=200)}; the file cannot be used"
+        message = f"not valid TOML: {printable(str(error), limit=200)}{UNUSABLE}"
         return ParsedPolicy(source, None, (PolicyProblem(source, line, message, True),), {})
     except RecursionError:
-        message = "nested too deeply to read; the file cannot be used"
+        message = "nested too deeply to read" + UNUSABLE
         return ParsedPolicy(source, None, (PolicyProblem(source, None, message, True),), {})
     return parse_policy_data(data, source, text=text)

@@ -29,6 +29,7 @@ from typing import Any
 
 from skillward._dirs import user_policy_file
 from skillward._policyfile import (
+    UNUSABLE,
     ParsedPolicy,
     PolicyFile,
     PolicyProblem,
@@ -124,7 +125,8 @@ def _checked(parsed: ParsedPolicy) -> ParsedPolicy:
     if fatal is not None:
         where = f" at line {fatal.line}" if fatal.line else ""
         hint = f"Fix it, then run `skillward policy check {parsed.source}`."
-        raise _Unsafe(Path(parsed.source), f"cannot be used{where}: {fatal.message}", hint)
+        why = fatal.message.removesuffix(UNUSABLE)
+        raise _Unsafe(Path(parsed.source), f"cannot be used{where}: {why}", hint)
     return parsed
 
 
@@ -161,16 +163,13 @@ def _admin_layers(directory: Path, owner: int, limit: int) -> list[PolicyLayer]:
 def _plain_layers(directory: Path, limit: int) -> list[PolicyLayer]:
     """Windows: no owner or mode checks (ACLs are not read; see docs/admin-guide.md)."""
     paths = [directory / "policy.toml", *sorted((directory / "policy.d").glob("*.toml"))]
-    layers = []
-    for path in paths:
-        if path.exists():
-            layers.append(PolicyLayer("admin", _checked(read_policy_file(path, limit=limit))))
-    return layers
+    texts = [(path, _read_path(path, limit)) for path in paths]
+    return [PolicyLayer("admin", _parsed(text, path)) for path, text in texts if text is not None]
 
 
-def _user_layer(path: Path, limit: int) -> PolicyLayer | None:
+def _read_path(path: Path, limit: int) -> str | None:
+    """A policy file's text, following links; None if there is no file there."""
     try:
-        # A user's file may be a link (dotfile managers make them): it only narrows.
         fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC)
     except FileNotFoundError:
         return None
@@ -179,26 +178,26 @@ def _user_layer(path: Path, limit: int) -> PolicyLayer | None:
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise _Unsafe(path, "is not a regular file", "Fix or remove it.")
-    return PolicyLayer("user", _parsed(_read(fd, path, limit), path))
+    return _read(fd, path, limit)
 
 
-def read_policy_file(path: Path, *, limit: int | None = None) -> ParsedPolicy:
+def _user_layer(path: Path, limit: int) -> PolicyLayer | None:
+    # A user's file may be a link (dotfile managers make them): it can only narrow.
+    text = _read_path(path, limit)
+    return PolicyLayer("user", _parsed(text, path)) if text is not None else None
+
+
+def read_policy_file(path: Path) -> ParsedPolicy:
     """Read one policy file as ``skillward policy check`` does: no ownership checks.
-    A file that cannot be read comes back with a fatal problem."""
-    limit = limit or Limits().max_policy_bytes
+    A file that is missing or cannot be read comes back with a fatal problem."""
     try:
-        with path.open("rb") as handle:
-            data = handle.read(limit + 1)
-    except OSError as error:
-        problem = PolicyProblem(str(path), None, f"cannot be read ({error.strerror})", True)
-        return ParsedPolicy(str(path), None, (problem,), {})
-    if len(data) > limit:
-        problem = PolicyProblem(str(path), None, f"is larger than {limit} bytes", True)
-        return ParsedPolicy(str(path), None, (problem,), {})
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        problem = PolicyProblem(str(path), None, "is not UTF-8 text", True)
+        text = _read_path(path, Limits().max_policy_bytes)
+    except _Unsafe as unsafe:
+        text, reason = None, unsafe.lockdown.reason
+    else:
+        reason = "cannot be read (No such file or directory)"
+    if text is None:
+        problem = PolicyProblem(str(path), None, reason, True)
         return ParsedPolicy(str(path), None, (problem,), {})
     return parse_policy(text, str(path))
 
@@ -243,7 +242,9 @@ def load_policy(
             layers.append(PolicyLayer("host", parsed))
         elif lockdown is None:
             fatal = parsed.fatal
-            lockdown = Lockdown(HOST_SOURCE, f"cannot be used: {fatal.message}")
+            lockdown = Lockdown(
+                HOST_SOURCE, f"cannot be used: {fatal.message.removesuffix(UNUSABLE)}"
+            )
     policy = EffectivePolicy(layers, headless=headless, lockdown=lockdown)
     say = report or (lambda text: logger.warning("policy: %s", text))
     for problem in policy.problems:

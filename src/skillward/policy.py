@@ -112,7 +112,7 @@ class Lockdown:
     @property
     def message(self) -> str:
         return (
-            f"the policy cannot be trusted: {self.path} {self.reason}; no server may connect "
+            f"the policy cannot be used: {self.path} {self.reason}; no server may connect "
             "and nothing is remembered until it is fixed"
         )
 
