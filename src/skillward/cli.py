@@ -33,7 +33,6 @@ from skillward.approvals import (
     Answer,
     ApprovalBook,
     ApprovalRecord,
-    ApprovalRules,
     ApproveOnce,
     Decision,
     Scope,
@@ -403,12 +402,10 @@ class _CommandLineApprover:
     """Approves only what --approve-once names; otherwise uses remembered approvals, then
     asks at a terminal, or refuses when there is none."""
 
-    def __init__(
-        self, terminal: Terminal, approve_once: bool, policy: EffectivePolicy | None = None
-    ) -> None:
+    def __init__(self, terminal: Terminal, approve_once: bool, policy: EffectivePolicy) -> None:
         self.prompt = TerminalApprover(terminal)
         store = _store(terminal)
-        rules = policy.approval_rules(store) if policy is not None else ApprovalRules()
+        rules = policy.approval_rules(store)
         self.book = ApprovalBook(self.prompt, store=store, notify=terminal.note, rules=rules)
         self.approve_once = approve_once
         self.target: ApproveOnce | None = None
@@ -855,7 +852,9 @@ def _approvals(args: argparse.Namespace, terminal: Terminal) -> int:
 
 def _load_policy(terminal: Terminal) -> EffectivePolicy:
     """The policy in force for this command. With no terminal to ask at, "prompt" is deny."""
-    return load_policy(headless=not sys.stdin.isatty(), report=terminal.note)
+    return load_policy(
+        headless=not sys.stdin.isatty(), report=lambda text: terminal.note(f"policy: {text}")
+    )
 
 
 def _policy(args: argparse.Namespace, terminal: Terminal) -> int:
