@@ -19,6 +19,8 @@ names start with an underscore are internal.
 
 from skillward._diskcache import DiskCache
 from skillward._local import LocalSkillDir, default_local_dirs
+from skillward._policyfile import PolicyFile, PolicyProblem, policy_schema
+from skillward._policyload import load_policy
 from skillward._store import FileApprovalStore
 from skillward._version import __version__
 from skillward.approvals import (
@@ -26,6 +28,7 @@ from skillward.approvals import (
     Answer,
     ApprovalBook,
     ApprovalRecord,
+    ApprovalRules,
     ApprovalStorage,
     ApproveOnce,
     Approver,
@@ -100,7 +103,7 @@ from skillward.host import (
     ToolStyle,
 )
 from skillward.origins import Origin, SkillKey
-from skillward.policy import NoPolicy, Policy
+from skillward.policy import EffectivePolicy, Lockdown, NoPolicy, Pin, Policy
 from skillward.prompts import (
     Terminal,
     TerminalApprover,
@@ -131,6 +134,7 @@ __all__ = [
     "ApprovalDenied",
     "ApprovalRecord",
     "ApprovalRequired",
+    "ApprovalRules",
     "ApprovalStorage",
     "ApproveOnce",
     "Approver",
@@ -155,6 +159,7 @@ __all__ = [
     "DenyExecution",
     "DigestMismatch",
     "DiskCache",
+    "EffectivePolicy",
     "ExecutionDenied",
     "ExecutionGate",
     "ExecutionRequest",
@@ -173,13 +178,17 @@ __all__ = [
     "Limits",
     "ListingRunaway",
     "LocalSkillDir",
+    "Lockdown",
     "NoCache",
     "NoPolicy",
     "NoTerminal",
     "Origin",
     "OriginError",
+    "Pin",
     "Policy",
     "PolicyDenied",
+    "PolicyFile",
+    "PolicyProblem",
     "Prompter",
     "Question",
     "ReactivationRequired",
@@ -223,11 +232,13 @@ __all__ = [
     "check_frontmatter",
     "default_local_dirs",
     "load_mcp_servers",
+    "load_policy",
     "normalise_label",
     "parse_entry",
     "parse_mcp_servers",
     "parse_skill_md",
     "parse_skills_page",
     "parse_uri",
+    "policy_schema",
     "resolve_reference",
 ]

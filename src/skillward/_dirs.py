@@ -14,6 +14,7 @@ __all__ = [
     "user_cache_dir",
     "user_config_dir",
     "user_data_dir",
+    "user_policy_file",
 ]
 
 _APP = "skillward"
@@ -27,6 +28,11 @@ def user_config_dir() -> Path:
 def default_servers_file() -> Path:
     """The ``mcpServers`` JSON file the command line reads when ``--config`` is not given."""
     return user_config_dir() / "servers.json"
+
+
+def user_policy_file() -> Path:
+    """A person's own policy file: it can only narrow the administrator's."""
+    return user_config_dir() / "policy.toml"
 
 
 def server_log_dir() -> Path:

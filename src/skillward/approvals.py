@@ -40,7 +40,7 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict
 
 from skillward.audit import AuditTrail
-from skillward.errors import RememberUnavailable
+from skillward.errors import PolicyDenied, RememberUnavailable
 from skillward.frontmatter import allowed_tools
 from skillward.origins import SkillKey
 from skillward.registry import SkillRecord
@@ -51,6 +51,7 @@ __all__ = [
     "Answer",
     "ApprovalBook",
     "ApprovalRecord",
+    "ApprovalRules",
     "ApprovalStorage",
     "ApproveOnce",
     "Approved",
@@ -99,6 +100,31 @@ class Scope(enum.Enum):
     SESSION = "session"
     #: Persisted in the approval store, until the content changes or it is revoked.
     REMEMBER = "remember"
+
+
+_SCOPE_RANK = {Scope.ONCE: 0, Scope.SESSION: 1, Scope.REMEMBER: 2}
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRules:
+    """What a policy lets approvals be (``EffectivePolicy.approval_rules``).
+
+    The default restricts nothing.
+    """
+
+    #: The longest scope an approval may be recorded for.
+    max_scope: Scope = Scope.REMEMBER
+    #: Why the scope is capped: the rule, its file and the contact.
+    scope_reason: str = ""
+    #: Seconds after which a recorded approval is no longer honoured (None: no limit).
+    max_age: float | None = None
+    #: Why nothing may be remembered, whatever the store says (None: it may).
+    remember_refused: str | None = None
+    #: Recorded with every approval (``ApprovalRecord.policy_version``).
+    version: str = ""
+
+    def allows(self, scope: Scope) -> bool:
+        return _SCOPE_RANK[scope] <= _SCOPE_RANK[self.max_scope]
 
 
 def entry_content(entry: SkillEntry) -> frozenset[tuple[str, str]] | None:
@@ -562,7 +588,9 @@ class ApprovalBook:
     ``session`` approvals live in this object; ``remember`` approvals in ``store``
     (``None``: nothing is remembered across processes). When remembering is not
     possible (no usable keyring, a dynamic or local skill) the approval is kept for
-    the session instead, and ``notify`` is told once, with the reason.
+    the session instead, and ``notify`` is told once, with the reason. ``rules``
+    (from a policy) cap the scope an approval is recorded for and how long a record
+    is honoured.
 
     Questions that arrive while a prompt is open wait and are asked together.
 
@@ -582,11 +610,13 @@ class ApprovalBook:
         policy_version: str = "",
         notify: Callable[[str], None] | None = None,
         audit: AuditTrail | None = None,
+        rules: ApprovalRules | None = None,
     ) -> None:
         self.prompter = prompter
         self.store = store
         self.clock = clock
-        self.policy_version = policy_version
+        self.rules = rules or ApprovalRules()
+        self.policy_version = policy_version or self.rules.version
         self.audit = audit or AuditTrail(clock=clock)
         self._notify = notify or logger.warning
         self._said: set[str] = set()
@@ -792,8 +822,11 @@ class ApprovalBook:
             return Approved() if held else NeverApproved()
         if request.identity is None:
             return NeverApproved()
-        verdicts = [assess(entry, request.identity, self._session.get(record.key))]
-        stored = await self._stored(record.key)
+        session = self._honoured(self._session.get(record.key), Scope.SESSION)
+        verdicts = [assess(entry, request.identity, session)]
+        stored = None
+        if self.rules.allows(Scope.REMEMBER):
+            stored = self._honoured(await self._stored(record.key), Scope.REMEMBER)
         if stored is not None and record.key in self._revoked and stored.revoked is None:
             stored = stored.model_copy(update={"revoked": self._revoked[record.key]})
         verdicts.append(assess(entry, request.identity, stored))
@@ -801,6 +834,15 @@ class ApprovalBook:
             if isinstance(verdict, Approved):
                 return verdict
         return next((v for v in verdicts if isinstance(v, Changed)), NeverApproved())
+
+    def _honoured(self, record: ApprovalRecord | None, scope: Scope) -> ApprovalRecord | None:
+        """``record``, unless the rules no longer allow its scope or it is too old."""
+        if record is None or not self.rules.allows(scope):
+            return None
+        max_age = self.rules.max_age
+        if max_age is not None and self.clock() - record.granted_at > max_age:
+            return None
+        return record
 
     async def _stored(self, key: SkillKey) -> ApprovalRecord | None:
         store = self.store
@@ -820,13 +862,37 @@ class ApprovalBook:
             return "a dynamic skill cannot be bound to its content, so at most this session"
         if request.identity is None:
             return "the host did not say how the server is reached"
+        if not self.rules.allows(Scope.REMEMBER):
+            return self.rules.scope_reason
+        if self.rules.remember_refused is not None:
+            return self.rules.remember_refused
         if self.store is None:
             return "no approval store is configured"
         store = self.store
         return await anyio.to_thread.run_sync(store.unavailable)
 
+    def check_scope(self, scope: Scope, key: SkillKey) -> None:
+        """Raise PolicyDenied if the rules do not let an approval of ``key`` last ``scope``."""
+        why = None
+        if not self.rules.allows(scope):
+            why = self.rules.scope_reason
+        elif scope is Scope.REMEMBER and self.rules.remember_refused is not None:
+            why = self.rules.remember_refused
+        if why is not None:
+            raise PolicyDenied(
+                f"an approval for {scope.value!r} is not allowed: {why}",
+                server=key.origin,
+                uri=key.locator,
+                hint="Approve for a shorter scope, or ask the policy's contact.",
+            )
+
     async def _record(self, request: ActivationRequest, answer: Answer, *, strict: bool) -> Scope:
         scope = answer.scope
+        if strict:
+            self.check_scope(scope, request.key)
+        elif not self.rules.allows(scope):
+            scope = self.rules.max_scope
+            self.say(f"{describe_scope(scope)} only: {self.rules.scope_reason}")
         if scope is Scope.ONCE:
             return scope
         key = request.key

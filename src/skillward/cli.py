@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import sys
@@ -16,12 +17,15 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 
 from skillward._dirs import audit_file, default_servers_file, server_log_dir
 from skillward._diskcache import DiskCache
 from skillward._local import LocalSkillDir, default_local_dirs
+from skillward._policyfile import policy_keys, policy_schema
+from skillward._policyload import load_policy, read_policy_file
 from skillward._serverlog import escaped_lines, log_path, read_log
 from skillward._store import FileApprovalStore
 from skillward._version import __version__
@@ -34,6 +38,7 @@ from skillward.approvals import (
     Decision,
     Grants,
     Scope,
+    content_hash,
     describe_scope,
 )
 from skillward.audit import AuditTrail, parse_duration, read_events
@@ -44,6 +49,7 @@ from skillward.errors import (
     ApprovalDenied,
     ConfigError,
     OriginError,
+    PolicyDenied,
     RememberUnavailable,
     ServerRejected,
     SkillNotFound,
@@ -55,6 +61,7 @@ from skillward.errors import (
 )
 from skillward.host import HostConfig, SkillHost
 from skillward.origins import SkillKey
+from skillward.policy import EffectivePolicy
 from skillward.prompts import OriginSummary, Terminal, TerminalApprover, error_json
 from skillward.registry import parse_reference
 from skillward.servers import (
@@ -72,6 +79,7 @@ EXIT_OK = 0
 #: Documented in the README and docs/cli.md.
 EXIT_CODES = {
     0: "success",
+    1: "policy check found problems",
     2: "usage error, or a reference that does not resolve",
     3: "approval required or denied",
     4: "verification failed",
@@ -275,6 +283,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="DURATION",
         help="only events this recent, for example 30m, 12h, 7d or 1h30m",
     )
+    _policy_parsers(commands, common)
     commands.add_parser(
         "demo",
         help="start the bundled example server, load a skill, and show a tampered read refused",
@@ -338,6 +347,29 @@ def _parser() -> argparse.ArgumentParser:
         help="demonstration only: flip one byte when serving URI (repeatable)",
     )
     return parser
+
+
+def _policy_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
+    """``pin`` and ``policy``: the commands administrators use."""
+    pin = commands.add_parser(
+        "pin",
+        parents=[common],
+        help="print the [[pins]] block that pre-approves a skill's current content",
+    )
+    pin.add_argument("ref", metavar="REF")
+    policy = commands.add_parser("policy", help="administrator policy: show, check, schema")
+    policy_actions = policy.add_subparsers(dest="policy_action", metavar="ACTION", required=True)
+    policy_show = policy_actions.add_parser(
+        "show", help="the policy in force, each value with the file it came from"
+    )
+    policy_show.add_argument(
+        "--json", dest="sub_json", action="store_true", default=None, help="machine-readable output"
+    )
+    policy_check = policy_actions.add_parser(
+        "check", help="check policy files before deploying them (exit 1 on any problem)"
+    )
+    policy_check.add_argument("files", metavar="FILE", nargs="+", type=Path)
+    policy_actions.add_parser("schema", help="the JSON Schema of a policy file")
 
 
 # --- serve -------------------------------------------------------------------------------
@@ -406,10 +438,14 @@ class _CommandLineApprover:
     """Approves only what --approve-once names (granting nothing more); otherwise uses
     remembered approvals, then asks at a terminal, or refuses when there is none."""
 
-    def __init__(self, terminal: Terminal, approve_once: bool, audit: AuditTrail) -> None:
+    def __init__(
+        self, terminal: Terminal, approve_once: bool, audit: AuditTrail, policy: EffectivePolicy
+    ) -> None:
         self.prompt = TerminalApprover(terminal)
+        store = _store(terminal)
+        rules = policy.approval_rules(store)
         self.book = ApprovalBook(
-            self.prompt, store=_store(terminal), notify=terminal.note, audit=audit
+            self.prompt, store=store, notify=terminal.note, audit=audit, rules=rules
         )
         self.approve_once = approve_once
         self.target: ApproveOnce | None = None
@@ -532,15 +568,20 @@ async def _with_host(
     body: Callable[[SkillHost, _CommandLineApprover], Awaitable[int]],
 ) -> int:
     audit = _audit()
-    approver = _CommandLineApprover(terminal, getattr(args, "approve_once", False), audit)
-    config = HostConfig(limits=_limits(args), local_dirs=_local_dirs(args))
-    cache: ContentCache = NoCache() if args.no_cache else DiskCache(limits=config.limits)
+    policy = _load_policy(terminal)
+    approver = _CommandLineApprover(terminal, getattr(args, "approve_once", False), audit, policy)
+    config = HostConfig(limits=policy.limits(_limits(args)), local_dirs=_local_dirs(args))
+    cache: ContentCache = NoCache()
+    if not args.no_cache and policy.cache_allowed():
+        cache = DiskCache(limits=config.limits)
     specs = _server_specs(args, terminal)
     logs.watch(specs)
     # Servers that failed to connect, and why: `list` shows them, other commands blame them.
     failed: dict[str, tuple[ServerSpec, SkillwardError]] = {}
     args.connect_failures = failed
-    async with SkillHost(config=config, approver=approver, cache=cache, audit=audit) as host:
+    async with SkillHost(
+        config=config, approver=approver, cache=cache, audit=audit, policy=policy
+    ) as host:
         for note in host.notes:
             terminal.note(note)
         for spec in specs:
@@ -774,6 +815,7 @@ async def _approve(
     host: SkillHost, approver: _CommandLineApprover, args: argparse.Namespace, terminal: Terminal
 ) -> int:
     request = await host.approval_request(args.ref)
+    host.policy.check_activation(request)
     book = approver.book
     qualified = host.registry.qualified_ref(request.record)
     scope = Scope(args.scope)
@@ -781,6 +823,7 @@ async def _approve(
     if args.grant_tools:
         grants = _tool_grant(request, terminal)
     if args.yes:
+        book.check_scope(scope, request.key)
         if scope is Scope.REMEMBER:
             why = await book.remember_unavailable(request)
             if why is not None:
@@ -942,6 +985,120 @@ def _audit_command(args: argparse.Namespace, terminal: Terminal) -> int:
     return EXIT_OK
 
 
+# --- policy ------------------------------------------------------------------------------
+
+
+def _load_policy(terminal: Terminal) -> EffectivePolicy:
+    """The policy in force for this command. With no terminal to ask at, "prompt" is deny."""
+    return load_policy(
+        headless=not sys.stdin.isatty(), report=lambda text: terminal.note(f"policy: {text}")
+    )
+
+
+def _policy(args: argparse.Namespace, terminal: Terminal) -> int:
+    if args.policy_action == "schema":
+        terminal.json(policy_schema())
+        return EXIT_OK
+    if args.policy_action == "check":
+        problems = 0
+        for path in args.files:
+            for problem in read_policy_file(path).problems:
+                problems += 1
+                terminal.text(printable(str(problem), limit=2000))
+        if problems:
+            terminal.note(f"{problems} problem(s) in {len(args.files)} file(s)")
+            return 1
+        terminal.note(f"{len(args.files)} file(s) checked: no problems")
+        return EXIT_OK
+    policy = load_policy(report=lambda _: None)
+    lockdown = policy.lockdown
+    values = [
+        {
+            "key": s.key,
+            "value": s.value.model_dump() if s.key == "pins" else s.value,
+            "source": str(s.source),
+        }
+        for s in policy.settings()
+    ]
+    if args.json:
+        terminal.json(
+            {
+                "version": policy.version,
+                "lockdown": None
+                if lockdown is None
+                else {
+                    "path": lockdown.path,
+                    "reason": lockdown.reason,
+                    "message": lockdown.message,
+                },
+                "files": [layer.parsed.source for layer in policy.layers],
+                "values": values,
+                "problems": [str(p) for p in policy.problems],
+            }
+        )
+    else:
+        _show_policy(policy, values, terminal)
+    return EXIT_OK if lockdown is None else PolicyDenied.exit_code
+
+
+def _show_policy(
+    policy: EffectivePolicy, values: list[dict[str, object]], terminal: Terminal
+) -> None:
+    if policy.lockdown is not None:
+        terminal.error(PolicyDenied(policy.lockdown.message, hint=policy.lockdown.hint))
+    files = ", ".join(layer.parsed.source for layer in policy.layers) or "none"
+    terminal.note(f"policy files: {files}")
+    terminal.note(f"policy version: {policy.version}")
+    for value in values:
+        shown = printable(f"{value['key']} = {value['value']!r}", limit=1000)
+        terminal.text(f"{shown}    ({printable(str(value['source']))})")
+    given = {str(value["key"]) for value in values}
+    unset = [key for key in policy_keys() if key not in given]
+    if unset:
+        terminal.note("unset, so unrestricted: " + ", ".join(unset))
+    for problem in policy.problems:
+        terminal.note(f"warning: {printable(str(problem), limit=1000)}")
+
+
+async def _pin(
+    host: SkillHost, _: _CommandLineApprover, args: argparse.Namespace, terminal: Terminal
+) -> int:
+    record = await host.lookup(args.ref)
+    entry = record.entry
+    if entry is None or not record.origin.is_mcp:
+        raise UsageError(
+            "only skills served by MCP servers are pinned; local skills are your own files",
+            server=record.origin.label,
+            local=True,
+        )
+    digest = content_hash(entry)
+    if digest is None:
+        raise UsageError(
+            "a dynamic skill has no content to pin", server=record.origin.label, uri=entry.uri
+        )
+    label = record.origin.label
+    if args.json:
+        terminal.json(
+            {"server": label, "skill": entry.uri, "content": digest, "grant_tools": False}
+        )
+        return EXIT_OK
+    identity = next(s.target for s in host.servers() if s.label == label)
+    terminal.text(
+        "\n".join(
+            [
+                "[[pins]]",
+                # TOML basic strings accept JSON's escapes; comments are escaped too.
+                f"# {printable(entry.name)}, {len(entry.manifest)} files, {printable(identity)}",
+                f"server = {json.dumps(label)}",
+                f"skill = {json.dumps(entry.uri)}",
+                f"content = {json.dumps(digest)}",
+                "grant_tools = false",
+            ]
+        )
+    )
+    return EXIT_OK
+
+
 # --- demo --------------------------------------------------------------------------------
 
 
@@ -961,8 +1118,11 @@ async def _demo(terminal: Terminal) -> int:
         "(the demo server flips one byte of that file, while its listing keeps the true digest)"
     )
     audit = _audit()
-    approver = _CommandLineApprover(terminal, approve_once=True, audit=audit)
-    async with SkillHost(config=HostConfig(), approver=approver, audit=audit) as host:
+    policy = _load_policy(terminal)
+    approver = _CommandLineApprover(terminal, approve_once=True, audit=audit, policy=policy)
+    async with SkillHost(
+        config=HostConfig(), approver=approver, audit=audit, policy=policy
+    ) as host:
         await host.connect(spec)
         records = [record for record in host.registry.records() if record.listed]
         terminal.catalog(
@@ -1018,6 +1178,7 @@ _HOST_COMMANDS = {
     "load": _load,
     "read": _read,
     "approve": _approve,
+    "pin": _pin,
 }
 
 
@@ -1094,6 +1255,8 @@ def _run(args: argparse.Namespace, terminal: Terminal, logs: _ServerLogs) -> int
         return _approvals(args, terminal)
     if args.command == "audit":
         return _audit_command(args, terminal)
+    if args.command == "policy":
+        return _policy(args, terminal)
     command = _HOST_COMMANDS[args.command]
 
     async def body(host: SkillHost, approver: _CommandLineApprover) -> int:

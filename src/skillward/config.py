@@ -75,6 +75,8 @@ class Limits:
     store_lock_timeout: float = 30.0
     #: Bytes of the audit file before it is rotated (it and one predecessor are kept).
     max_audit_bytes: int = 8 * 1024 * 1024
+    #: Bytes of one policy file read at most; a larger one cannot be used (fail closed).
+    max_policy_bytes: int = 1024 * 1024
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):

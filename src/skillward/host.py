@@ -406,16 +406,20 @@ class SkillHost:
         sink: ContextSink | None = None,
         audit: AuditTrail | None = None,
     ) -> None:
-        self.config = config or HostConfig()
+        self.policy: Policy = policy or NoPolicy()
+        config = config or HostConfig()
+        # The policy's limits replace the host's; a cache the policy turns off keeps nothing.
+        self.config = dataclasses.replace(config, limits=self.policy.limits(config.limits))
         self.approver: Approver = _async_seam(approver or DenyAll(), "approver")
         self.cross_origin: CrossOriginGate = _async_seam(
             cross_origin or DenyCrossOrigin(), "cross_origin"
         )
         self.execution: ExecutionGate = _async_seam(execution or DenyExecution(), "execution")
-        self.policy: Policy = policy or NoPolicy()
         self.cache: ContentCache = cache or NoCache()
         #: Where every decision is recorded (the ``skillward.audit`` logger by default).
         self.audit = audit or AuditTrail(limits=self.config.limits)
+        if not self.policy.cache_allowed():
+            self.cache = NoCache()
         self.registry = Registry()
         self.notes: list[str] = []
         self._sink = sink
@@ -884,12 +888,21 @@ class SkillHost:
                 gate="activation",
             )
             raise
-        try:
-            answer = await self._consent(request)
-        except ApprovalRequired as unanswered:  # nobody could be asked (no terminal)
-            reason = f"not approved: {type(unanswered).__name__}"
-            self._record("denial", "denied", record, reason=reason, gate="activation")
-            raise
+        pin = self.policy.pin_for(request)
+        if pin is not None:
+            # An administrator reviewed exactly this content from this server: no prompt.
+            logger.info(
+                "%s:%s is pinned in %s", record.origin.label, record.key.locator, pin.source
+            )
+            tools = request.requested_tools if pin.grant_tools else ()
+            answer = Answer(Decision.APPROVE, grants=Grants(tools=tools), held=True)
+        else:
+            try:
+                answer = await self._consent(request)
+            except ApprovalRequired as unanswered:  # nobody could be asked (no terminal)
+                reason = f"not approved: {type(unanswered).__name__}"
+                self._record("denial", "denied", record, reason=reason, gate="activation")
+                raise
         if answer.decision is not Decision.APPROVE:
             logger.info("activation of %s:%s declined", record.origin.label, record.key.locator)
             self._record("denial", "denied", record, reason="not approved", gate="activation")
@@ -899,7 +912,7 @@ class SkillHost:
                 uri=record.key.locator,
                 local=not record.origin.is_mcp,
             )
-        granted = self._granted_tools(request, answer)
+        granted = self._granted_tools(request, answer, pinned=pin is not None)
         if record.origin.is_mcp:
             activation = await self._activate_mcp(record)
             activation = dataclasses.replace(
@@ -926,10 +939,14 @@ class SkillHost:
             answer = Answer(_decision(await approver.decide(request), approver))
         return answer
 
-    def _granted_tools(self, request: ActivationRequest, answer: Answer) -> tuple[str, ...]:
+    def _granted_tools(
+        self, request: ActivationRequest, answer: Answer, *, pinned: bool = False
+    ) -> tuple[str, ...]:
         """Record the approval, and which of the requested tools it grants (MCP skills)."""
         record = request.record
         how = "a recorded approval" if answer.held else "approved when asked"
+        if pinned:
+            how = "pinned by the administrator's policy"
         self._record(
             "approval", "approved", record, reason=how, gate="activation", scope=answer.scope.value
         )
@@ -1263,6 +1280,8 @@ class SkillHost:
         if not entry.is_dynamic and uri not in entry.manifest:
             raise self._unlisted(record, entry, uri)
         if activation is None:
+            # What the policy refuses to load, it refuses to read from too.
+            self.policy.check_activation(self._approval_request(record))
             # Not a file of an active skill: the same origin binding as read_resource.
             await self._check_cross_origin(record.origin.label, uri)
         return await self._read_skill_file(record, entry, uri)

@@ -15,7 +15,7 @@ from skillward.cache import CacheKey
 from skillward.errors import DigestMismatch, ExecutionDenied, PolicyDenied
 from skillward.gates import ExecutionRequest
 from skillward.host import HostConfig, SkillHost
-from skillward.policy import GrantKind, GrantMode
+from skillward.policy import GrantKind, GrantMode, NoPolicy
 from skillward.servers import InMemoryTransport, ServerSpec
 from tests.support.doubles import Approving, Execution
 from tests.support.hostile import HostileState, build_hostile_server, build_hostile_tree
@@ -42,7 +42,7 @@ class DictCache:
 
 
 @dataclass
-class DenyingPolicy:
+class DenyingPolicy(NoPolicy):
     server: str | None = None
     skill: str | None = None
     never: frozenset[GrantKind] = frozenset()

@@ -23,6 +23,8 @@ CONFINED = {
     "uvicorn": {"server.py"},
     # The disk cache's lock; the standard library, but POSIX-only and easy to misuse.
     "fcntl": {"_diskcache.py"},
+    # Policy files are read once, at the boundary.
+    "tomllib": {"_policyfile.py"},
 }
 # The verifier core takes bytes and returns verified objects: no I/O of any kind.
 PURE = {
@@ -34,6 +36,8 @@ PURE = {
     "verify.py",
     "context.py",
     "origins.py",
+    # Not the verifier, but held to the same rule: policy text in, a document out.
+    "_policyfile.py",
 }
 IO_MODULES = {
     "os",

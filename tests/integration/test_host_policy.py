@@ -1,0 +1,218 @@
+"""An effective policy governing a real SkillHost against real (some hostile) MCP servers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from skillward._diskcache import DiskCache
+from skillward.approvals import DenyAll, content_hash
+from skillward.cache import NoCache
+from skillward.config import Limits
+from skillward.errors import ApprovalDenied, PolicyDenied
+from skillward.host import HostConfig, SkillHost
+from skillward.policy import EffectivePolicy, Policy
+from skillward.server import build_skills_server
+from skillward.servers import InMemoryTransport, ServerSpec
+from tests.support.doubles import Approving
+from tests.support.hostile import HostileState, build_hostile_server, build_hostile_tree
+from tests.support.policies import PolicyDirs
+from tests.support.trees import skill_md, write
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> PolicyDirs:
+    return PolicyDirs(tmp_path / "policy")
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> tuple[ServerSpec, HostileState]:
+    build_hostile_tree(tmp_path / "tree")
+    server, state = build_hostile_server(tmp_path / "tree")
+    return ServerSpec(label="hostile", transport=InMemoryTransport(server=server)), state
+
+
+def reads(state: HostileState) -> list[str | None]:
+    return [uri for method, uri in state.requests if method == "resources/read"]
+
+
+async def refused_connection(policy: Policy, spec: ServerSpec) -> PolicyDenied:
+    with anyio.fail_after(30):
+        async with SkillHost(approver=Approving(), policy=policy) as host:
+            with pytest.raises(PolicyDenied) as caught:
+                await host.connect(spec)
+            assert host.servers() == []
+    return caught.value
+
+
+@pytest.mark.threat("T40")
+async def test_a_denied_server_never_connects_and_the_error_names_rule_file_and_contact(
+    dirs: PolicyDirs, hostile: tuple[ServerSpec, HostileState]
+) -> None:
+    spec, state = hostile
+    path = dirs.admin('version = 1\ncontact = "IT desk, #it"\n[servers]\ndeny = ["host*"]\n')
+    error = await refused_connection(dirs.load(), spec)
+    assert state.requests == []
+    assert error.exit_code == 5
+    assert error.server == "hostile"
+    assert "servers.deny = 'host*'" in error.message
+    assert f"{path}:4" in error.message
+    assert "contact: IT desk, #it" in error.message
+
+
+@pytest.mark.threat("T39")
+async def test_an_unsafe_admin_directory_lets_no_server_connect(
+    dirs: PolicyDirs, hostile: tuple[ServerSpec, HostileState]
+) -> None:
+    spec, state = hostile
+    dirs.admin("version = 1\n")
+    dirs.admin_dir.chmod(0o777)
+    error = await refused_connection(dirs.load(), spec)
+    assert state.requests == []
+    assert str(dirs.admin_dir) in error.message
+    assert "group- and others-writable" in error.message
+
+
+@pytest.mark.threat("T40")
+async def test_a_denied_skill_is_refused_before_the_approver_and_none_of_its_files_is_read(
+    dirs: PolicyDirs, hostile: tuple[ServerSpec, HostileState]
+) -> None:
+    spec, state = hostile
+    dirs.admin('version = 1\n[skills]\ndeny = ["skill://good/**"]\n')
+    approver = Approving()
+    with anyio.fail_after(30):
+        async with SkillHost(approver=approver, policy=dirs.load()) as host:
+            await host.connect(spec)
+            with pytest.raises(PolicyDenied):
+                await host.activate("good")
+            with pytest.raises(PolicyDenied):
+                await host.read_file("good", "ref/guide.md")
+            block = await host.read_skill_block("good")
+            assert block.kind == "error"
+            await host.activate("rotating")  # not denied
+    assert approver.asked[0].key.locator == "skill://rotating/SKILL.md"
+    assert len(approver.asked) == 1
+    assert "skill://good/SKILL.md" not in reads(state)
+
+
+@pytest.mark.threat("T19")
+async def test_headless_dynamic_prompt_is_refused_even_where_the_host_allows_dynamic_skills(
+    dirs: PolicyDirs, hostile: tuple[ServerSpec, HostileState]
+) -> None:
+    spec, _ = hostile
+    dirs.admin('version = 1\n[skills]\ndynamic = "prompt"\n')
+    config = HostConfig(unsafe_allow_dynamic=True)
+    with anyio.fail_after(30):
+        async with SkillHost(
+            config=config, approver=Approving(), policy=dirs.load(headless=True)
+        ) as host:
+            await host.connect(spec)
+            with pytest.raises(PolicyDenied, match="no one can be asked"):
+                await host.activate("dynamic")
+        async with SkillHost(config=config, approver=Approving(), policy=dirs.load()) as host:
+            await host.connect(spec)
+            activation = await host.activate("dynamic")
+            assert activation.entry is not None
+
+
+async def test_the_skill_size_limit_of_the_policy_reaches_the_listing(
+    dirs: PolicyDirs, hostile: tuple[ServerSpec, HostileState]
+) -> None:
+    spec, _ = hostile
+    roomy = HostConfig(limits=Limits(max_skill_bytes=32 * 1024 * 1024))
+    dirs.admin("version = 1\n[limits]\nmax_skill_bytes = 16777216\n")
+    with anyio.fail_after(30):
+        async with SkillHost(config=roomy, approver=Approving()) as host:
+            await host.connect(spec)
+            assert any(r.name == "too-big" for r in host.registry.records())
+        async with SkillHost(config=roomy, approver=Approving(), policy=dirs.load()) as host:
+            assert host.limits.max_skill_bytes == 16 * 1024 * 1024
+            await host.connect(spec)
+            assert not any(r.name == "too-big" for r in host.registry.records())
+            assert any("too-big" in str(d.error.uri) for d in host.declined())
+
+
+async def test_a_cache_the_policy_turns_off_keeps_nothing(
+    dirs: PolicyDirs, hostile: tuple[ServerSpec, HostileState], tmp_path: Path
+) -> None:
+    spec, _ = hostile
+    dirs.admin('version = 1\n[limits]\ncache = "off"\n')
+    cache = DiskCache(tmp_path / "cache", discovery=())
+    with anyio.fail_after(30):
+        async with SkillHost(approver=Approving(), policy=dirs.load(), cache=cache) as host:
+            assert isinstance(host.cache, NoCache)
+            await host.connect(spec)
+            await host.activate("good")
+            await host.read_file("good", "ref/guide.md")
+    assert not (tmp_path / "cache").exists()
+
+
+# --- pins ---------------------------------------------------------------------------------
+
+
+def served(directory: Path, label: str = "acme") -> ServerSpec:
+    server = build_skills_server(directory)
+    return ServerSpec(label=label, transport=InMemoryTransport(server=server))
+
+
+def pin_text(server: str, skill: str, content: str) -> str:
+    return f'version = 1\n[[pins]]\nserver = "{server}"\nskill = "{skill}"\ncontent = "{content}"\n'
+
+
+async def pinned_policy(dirs: PolicyDirs, spec: ServerSpec) -> EffectivePolicy:
+    """A policy pinning ``refunds`` as ``spec`` serves it now (what `skillward pin` prints)."""
+    async with SkillHost() as host:
+        await host.connect(spec)
+        entry = host.resolve("refunds").entry
+    assert entry is not None
+    digest = content_hash(entry)
+    assert digest is not None
+    dirs.admin(pin_text("acme", entry.uri, digest), "50-pins.toml")
+    return dirs.load(headless=True)
+
+
+async def activate_with(policy: Policy, spec: ServerSpec) -> Any:
+    async with SkillHost(approver=DenyAll(), policy=policy) as host:
+        await host.connect(spec)
+        return await host.activate("refunds")
+
+
+@pytest.mark.threat("T42")
+async def test_a_pinned_skill_loads_with_no_prompt_and_only_while_its_content_is_unchanged(
+    dirs: PolicyDirs, tmp_path: Path
+) -> None:
+    tree = tmp_path / "skills"
+    write(tree, "acme/refunds/SKILL.md", skill_md("refunds", "Refund policy"))
+    write(tree, "acme/refunds/limits.md", b"at most 100 EUR\n")
+    with anyio.fail_after(30):
+        policy = await pinned_policy(dirs, served(tree))
+        activation = await activate_with(policy, served(tree))
+        assert activation.entry is not None
+        # Another label serving the very same content is not pinned.
+        with pytest.raises(ApprovalDenied):
+            await activate_with(policy, served(tree, label="acme-mirror"))
+        # One changed byte in one file, and the pin no longer applies.
+        write(tree, "acme/refunds/limits.md", b"at most 900 EUR\n")
+        with pytest.raises(ApprovalDenied):
+            await activate_with(policy, served(tree))
+        # A file added beside it: the same.
+        write(tree, "acme/refunds/limits.md", b"at most 100 EUR\n")
+        write(tree, "acme/refunds/extra.md", b"new instructions\n")
+        with pytest.raises(ApprovalDenied):
+            await activate_with(policy, served(tree))
+
+
+@pytest.mark.threat("T42")
+async def test_a_pin_never_overrides_a_deny_rule(dirs: PolicyDirs, tmp_path: Path) -> None:
+    tree = tmp_path / "skills"
+    write(tree, "acme/refunds/SKILL.md", skill_md("refunds", "Refund policy"))
+    dirs.user('version = 1\n[skills]\ndeny = ["skill://acme/**"]\n')
+    with anyio.fail_after(30):
+        policy = await pinned_policy(dirs, served(tree))
+        with pytest.raises(PolicyDenied):
+            await activate_with(policy, served(tree))

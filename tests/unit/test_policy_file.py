@@ -1,0 +1,301 @@
+"""The policy file format: one schema, lenient where safe, strictest where a value is bad."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skillward._policyfile import (
+    TABLES,
+    PolicyFile,
+    parse_policy,
+    parse_policy_data,
+    policy_keys,
+    policy_schema,
+)
+from skillward.config import SEP_MAX_SKILL_BYTES
+
+REPO = Path(__file__).resolve().parents[2]
+DIGEST = "sha256:" + "ab" * 32
+
+
+def parse(text: str) -> tuple[PolicyFile, list[str]]:
+    parsed = parse_policy(text, "policy.toml")
+    assert parsed.document is not None, parsed.problems
+    return parsed.document, [str(p) for p in parsed.problems]
+
+
+def test_the_issue_example_reads_cleanly() -> None:
+    document, problems = parse(
+        f"""
+version = 1
+contact = "IT help desk, #it-help"
+
+[servers]
+allow = ["acme", "https://skills.example.com/mcp"]
+deny  = ["evil", "npx *"]
+
+[skills]
+allow = ["skill://acme/**"]
+deny  = ["skill://*/experimental/**"]
+deny_digests = ["{DIGEST}"]
+dynamic = "deny"
+
+[approvals]
+persist = "remember"
+max_age_days = 90
+
+[grants]
+allowed_tools = "prompt"
+execution     = "prompt"
+cross_origin  = "never"
+
+[limits]
+max_skill_bytes = 16777216
+cache_budget_mib = 256
+cache = "on"
+
+[keyring]
+require_recommended = true
+
+[[pins]]
+server = "acme"
+skill  = "skill://acme/billing/refunds/SKILL.md"
+content = "{DIGEST}"
+grant_tools = false
+"""
+    )
+    assert problems == []
+    assert document.servers.deny == ("evil", "npx *")
+    assert document.skills.deny_digests == (DIGEST,)
+    assert document.grants.cross_origin == "never"
+    assert document.pins[0].skill == "skill://acme/billing/refunds/SKILL.md"
+
+
+@pytest.mark.threat("T41")
+def test_unknown_keys_are_warnings_naming_the_file_and_line() -> None:
+    document, problems = parse(
+        'version = 1\nalow = ["x"]\n\n[servers]\nallow = ["acme"]\ndenny = ["evil"]\n'
+    )
+    assert problems == [
+        "policy.toml:2: unknown key 'alow' is ignored",
+        "policy.toml:6: unknown key 'servers.denny' is ignored",
+    ]
+    assert document.servers.allow == ("acme",)
+
+
+@pytest.mark.threat("T41")
+def test_a_malformed_entry_is_dropped_while_the_rest_applies() -> None:
+    document, problems = parse(
+        'version = 1\n[servers]\ndeny = [\n  "evil",\n  42,\n  "npx *",\n]\n'
+        '[skills]\ndeny_digests = ["sha256:short", "' + DIGEST + '"]\n'
+    )
+    assert document.servers.deny == ("evil", "npx *")
+    assert document.skills.deny_digests == (DIGEST,)
+    assert problems[0].startswith("policy.toml:5: servers.deny: entry 2 (42) is dropped")
+    assert problems[1].startswith("policy.toml:9: skills.deny_digests: entry 1")
+
+
+@pytest.mark.threat("T41")
+@pytest.mark.parametrize(
+    ("table", "key", "bad", "strictest"),
+    [
+        ("skills", "dynamic", '"maybe"', "deny"),
+        ("approvals", "persist", '"forever"', "once"),
+        ("approvals", "max_age_days", "-1", 0),
+        ("grants", "allowed_tools", '"yes"', "never"),
+        ("grants", "execution", "true", "never"),
+        ("grants", "cross_origin", '"Prompt"', "never"),
+        ("limits", "max_skill_bytes", "1024", SEP_MAX_SKILL_BYTES),
+        ("limits", "cache_budget_mib", '"lots"', 0),
+        ("limits", "cache", '"sometimes"', "off"),
+        ("keyring", "require_recommended", '"no"', True),
+        ("servers", "allow", '"acme"', ()),
+        ("skills", "allow", "7", ()),
+    ],
+)
+def test_a_bad_restricting_value_resolves_to_its_strictest_and_says_so(
+    table: str, key: str, bad: str, strictest: object
+) -> None:
+    document, problems = parse(f"version = 1\n[{table}]\n{key} = {bad}\n")
+    assert getattr(getattr(document, table), key) == strictest
+    assert len(problems) == 1
+    assert problems[0].startswith(f"policy.toml:3: {table}.{key} = ")
+    assert "is not valid" in problems[0]
+
+
+@pytest.mark.threat("T41")
+def test_a_deny_list_that_is_not_a_list_denies_everything() -> None:
+    document, problems = parse(
+        'version = 1\n[servers]\ndeny = "evil"\n[skills]\ndeny_digests = "x"\n'
+    )
+    assert document.servers.deny == ("*",)
+    assert document.skills.deny == ("**",)
+    assert "every server is denied" in problems[0]
+    assert "every skill is denied" in problems[1]
+
+
+@pytest.mark.threat("T41")
+def test_a_table_that_is_not_a_table_puts_its_keys_at_their_strictest() -> None:
+    document, problems = parse('version = 1\ngrants = "none"\n')
+    assert document.grants.model_dump() == {
+        "allowed_tools": "never",
+        "execution": "never",
+        "cross_origin": "never",
+    }
+    assert problems == [
+        "policy.toml:2: [grants] is not a table; each of its restricting keys is at its strictest"
+    ]
+
+
+@pytest.mark.threat("T41")
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("version = 1\n[servers]\nallow = [acme]\ndeny = []\n", 3),
+        ('version = 1\n[servers]\nallow = ["acme"\n', 3),
+    ],
+)
+def test_text_that_is_not_toml_is_fatal_and_names_the_line(text: str, line: int) -> None:
+    parsed = parse_policy(text, "p.toml")
+    assert parsed.document is None
+    fatal = parsed.fatal
+    assert fatal is not None
+    assert fatal.line == line
+    assert "not valid TOML" in fatal.message
+
+
+@pytest.mark.threat("T41")
+@pytest.mark.parametrize("version", ["2", '"1"', "1.0"])
+def test_a_version_this_code_does_not_read_is_fatal(version: str) -> None:
+    parsed = parse_policy(f"version = {version}\n", "p.toml")
+    assert parsed.document is None
+    assert parsed.fatal is not None
+    assert parsed.fatal.line == 1
+
+
+def test_a_missing_version_is_read_as_version_one_with_a_warning() -> None:
+    document, problems = parse('[servers]\ndeny = ["evil"]\n')
+    assert document.servers.deny == ("evil",)
+    assert problems == ["policy.toml:1: version is not set; read as version 1"]
+
+
+@pytest.mark.threat("T42")
+def test_a_bad_pin_is_dropped_and_good_pins_stay() -> None:
+    document, problems = parse(
+        f"""version = 1
+[[pins]]
+server = "acme"
+skill = "skill://acme/refunds/SKILL.md"
+content = "{DIGEST}"
+
+[[pins]]
+server = "acme"
+skill = "skill://acme/refunds"
+content = "{DIGEST}"
+
+[[pins]]
+server = "acme"
+skill = "skill://acme/other/SKILL.md"
+content = "sha256:nothex"
+colour = "red"
+"""
+    )
+    assert [p.skill for p in document.pins] == ["skill://acme/refunds/SKILL.md"]
+    assert problems[0].startswith("policy.toml:7: pin 2 is dropped: skill")
+    assert problems[1] == "policy.toml:16: unknown key 'pins.2.colour' is ignored"
+    assert problems[2].startswith("policy.toml:12: pin 3 is dropped: content")
+
+
+def test_values_with_control_characters_are_dropped_not_kept() -> None:
+    document, problems = parse('version = 1\n[servers]\ndeny = ["ev\\u001bil", "ok"]\n')
+    assert document.servers.deny == ("ok",)
+    assert "\x1b" not in problems[0]
+
+
+def test_every_key_has_a_strictest_setting_and_a_place_in_the_schema() -> None:
+    schema = policy_schema()
+    assert "null" not in json.dumps(schema)
+    for key in policy_keys():
+        table, name = key.split(".")
+        assert name in schema["$defs"][TABLES[table].__name__]["properties"]
+    strictest = {
+        f"{table}.{name}": parse_policy_data({"version": 1, table: {name: object()}}, "x")
+        for table, model in TABLES.items()
+        for name in model.model_fields
+    }
+    for key, parsed in strictest.items():
+        assert parsed.problems, key
+        assert "is not valid" in parsed.problems[0].message, key
+
+
+@pytest.mark.parametrize("name", ["default.toml", "strict.toml", "fleet-pinned.toml"])
+def test_every_bundled_policy_reads_without_a_problem_and_fits_the_schema(name: str) -> None:
+    text = (REPO / "policies" / name).read_text(encoding="utf-8")
+    parsed = parse_policy(text, name)
+    assert parsed.document is not None
+    assert parsed.problems == ()
+    jsonschema.validate(tomllib.loads(text), policy_schema())
+
+
+# --- properties ------------------------------------------------------------------------------
+
+_KEYS = st.sampled_from(
+    [
+        "version",
+        "contact",
+        "servers",
+        "skills",
+        "pins",
+        "allow",
+        "deny",
+        "deny_digests",
+        "dynamic",
+        "persist",
+        "max_age_days",
+        "grants",
+        "limits",
+        "cache",
+        "x",
+    ]
+)
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(),
+    st.text(max_size=20),
+    st.sampled_from(["deny", "prompt", "never", "once", "off", "skill://a/**", DIGEST, "*"]),
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_KEYS, inner, max_size=5),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_KEYS | st.sampled_from(list(TABLES)), _VALUES, max_size=8))
+def test_no_decoded_data_crashes_the_reader(data: dict[str, Any]) -> None:
+    parsed = parse_policy_data(data, "fuzz")
+    assert parsed.document is not None or parsed.fatal is not None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=400))
+def test_no_text_crashes_the_reader(text: str) -> None:
+    parsed = parse_policy(text, "fuzz")
+    assert parsed.document is not None or parsed.fatal is not None
+
+
+def test_deeply_nested_text_is_fatal_not_a_crash() -> None:
+    parsed = parse_policy("x = " + "[" * 100_000, "deep.toml")
+    assert parsed.document is None
+    assert parsed.fatal is not None
