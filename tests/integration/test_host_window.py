@@ -92,6 +92,13 @@ async def world(tmp_path: Path, *, config: HostConfig | None = None) -> AsyncIte
 # --- the acting window ---------------------------------------------------------------------
 
 
+async def activate_then_change(w: World) -> None:
+    """Load ``rotating``; the server then rotates a file, which the next read finds."""
+    await w.host.activate("rotating")
+    with pytest.raises(SkillChanged):
+        await w.host.read_file("rotating", "notes.md")
+
+
 @pytest.mark.threat("T8")
 async def test_an_unlisted_file_is_refused_without_asking_the_server_anything(
     tmp_path: Path,
@@ -115,9 +122,7 @@ async def test_a_skill_that_changed_keeps_its_gates_until_the_host_deactivates_i
     tmp_path: Path,
 ) -> None:
     async with world(tmp_path) as w:
-        await w.host.activate("rotating")
-        with pytest.raises(SkillChanged):
-            await w.host.read_file("rotating", "notes.md")
+        await activate_then_change(w)
         # Still in the window, so code execution still asks the execution gate...
         with pytest.raises(ExecutionDenied):
             await w.host.authorize_execution("bash", detail="rm -rf ~")
@@ -136,9 +141,7 @@ async def test_nothing_of_a_changed_skill_is_served_under_its_old_approval(
     tmp_path: Path,
 ) -> None:
     async with world(tmp_path) as w:
-        await w.host.activate("rotating")
-        with pytest.raises(SkillChanged):
-            await w.host.read_file("rotating", "notes.md")
+        await activate_then_change(w)
         before = len(w.state.requests)
         w.blocks.clear()
         for uri in ("skill://rotating/notes.md", "skill://rotating/ref/guide.md"):
