@@ -107,7 +107,7 @@ async def main() -> None:
     warm_all, warm_load = min(w[0] for w in warm), min(w[1] for w in warm)
     print(
         f"warm vs cold load of one 16 MiB, {FILES}-file skill over stdio "
-        f"(connect, activate, read every file; best of {ROUNDS})"
+        f"(activate and read every file on a connected server; best of {ROUNDS})"
     )
     report("warm load", warm_load, "cold load", cold_load, goal=GOAL)
     report("whole, connecting included: warm", warm_all, "cold", cold_all)
