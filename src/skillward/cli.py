@@ -568,7 +568,7 @@ async def _with_host(
     body: Callable[[SkillHost, _CommandLineApprover], Awaitable[int]],
 ) -> int:
     audit = _audit()
-    policy = _load_policy(terminal)
+    policy = _load_policy(terminal, args)
     approver = _CommandLineApprover(terminal, getattr(args, "approve_once", False), audit, policy)
     config = HostConfig(limits=policy.limits(_limits(args)), local_dirs=_local_dirs(args))
     cache: ContentCache = NoCache()
@@ -988,10 +988,13 @@ def _audit_command(args: argparse.Namespace, terminal: Terminal) -> int:
 # --- policy ------------------------------------------------------------------------------
 
 
-def _load_policy(terminal: Terminal) -> EffectivePolicy:
-    """The policy in force for this command. With no terminal to ask at, "prompt" is deny."""
+def _load_policy(terminal: Terminal, args: argparse.Namespace | None = None) -> EffectivePolicy:
+    """The policy in force for this command. With no one to ask, "prompt" is deny: no
+    terminal, unless the command itself is the person's answer (``approve --yes``)."""
+    answered = args is not None and bool(getattr(args, "yes", False))
     return load_policy(
-        headless=not sys.stdin.isatty(), report=lambda text: terminal.note(f"policy: {text}")
+        headless=not sys.stdin.isatty() and not answered,
+        report=lambda text: terminal.note(f"policy: {text}"),
     )
 
 

@@ -463,11 +463,14 @@ class EffectivePolicy:
     def grant_mode(self, kind: GrantKind) -> GrantMode:
         if self.lockdown is not None:
             return "never"
-        setting = self._scalars.get(f"grants.{kind}")
-        if setting is None and kind not in ("allowed_tools", "execution", "cross_origin"):
+        if kind not in GRANT_KINDS:
             return "never"  # a kind this policy does not know is never granted
-        mode = setting.value if setting is not None else "prompt"
-        if mode == "prompt" and not self.headless:
+        setting = self._scalars.get(f"grants.{kind}")
+        if setting is None:
+            # Unset is unrestricted: the gates ask as they would with no policy (and,
+            # with no one to ask, refuse by themselves).
+            return "prompt"
+        if setting.value == "prompt" and not self.headless:
             return "prompt"
         return "never"
 

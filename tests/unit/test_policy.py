@@ -228,6 +228,15 @@ def test_headless_prompt_means_deny(dirs: PolicyDirs) -> None:
     assert [attended.grant_mode(kind) for kind in GRANTS] == ["prompt"] * 3
 
 
+def test_unset_grants_are_left_to_the_gates_even_headless(dirs: PolicyDirs) -> None:
+    # Unset means unrestricted: the gates ask as they would with no policy, and with no
+    # one to ask they refuse by themselves, as their own decision.
+    dirs.admin('version = 1\n[grants]\nexecution = "prompt"\n')
+    headless = dirs.load(headless=True)
+    assert headless.grant_mode("allowed_tools") == "prompt"
+    assert headless.grant_mode("execution") == "never"
+
+
 def test_grant_modes_answer_each_kind_from_its_own_key(dirs: PolicyDirs) -> None:
     dirs.admin('version = 1\n[grants]\nallowed_tools = "never"\ncross_origin = "prompt"\n')
     policy = dirs.load()
