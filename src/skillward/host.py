@@ -370,7 +370,7 @@ def _tool_arguments(arguments: object) -> Mapping[str, Any]:
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
-        except ValueError:
+        except (ValueError, RecursionError):  # the model may nest its arguments without end
             raise UsageError("the tool arguments are not a JSON object") from None
     if not isinstance(arguments, Mapping):
         raise UsageError("the tool arguments are not a JSON object")
@@ -486,17 +486,7 @@ class SkillHost:
         """
         tasks = self._task_group()
         label = check_label(spec.label)
-        try:
-            self.policy.check_server(spec)
-        except PolicyDenied:
-            self.audit.record(
-                "policy_denial",
-                "denied",
-                label=label,
-                identity=spec.identity,
-                reason="the administrator's policy does not allow this server",
-            )
-            raise
+        self._check_server(spec)
         if label in self._connections or any(o.label == label for o in self.registry.origins()):
             raise ConfigError(f"label {label!r} is already in use; labels are unique per host")
         connection = _Connection(spec)
@@ -517,6 +507,20 @@ class SkillHost:
             sum(1 for d in self.registry.declined() if d.origin.label == label),
         )
 
+    def _check_server(self, spec: ServerSpec) -> None:
+        """The policy's word on connecting ``spec``, every time it is connected."""
+        try:
+            self.policy.check_server(spec)
+        except PolicyDenied:
+            self.audit.record(
+                "policy_denial",
+                "denied",
+                label=spec.label,
+                identity=spec.identity,
+                reason="the administrator's policy does not allow this server",
+            )
+            raise
+
     async def reconnect(self, label: str) -> None:
         """Connect a server again under its label (for example after it died), and list it.
 
@@ -527,6 +531,7 @@ class SkillHost:
         old = self._connections.get(label)
         if old is None:
             raise UnknownServer(f"no server was connected as {label!r}")
+        self._check_server(old.spec)
         old.stop.set()
         with anyio.CancelScope(shield=True):
             await old.done.wait()

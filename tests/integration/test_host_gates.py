@@ -424,6 +424,7 @@ async def test_handle_tool_call_gates_execution_tools_and_never_raises(world: Wo
             await host.handle_tool_call("read_resource", {"server": "a"}),
             await host.handle_tool_call(None, {}),  # type: ignore[arg-type]
             await host.handle_tool_call("python", "[1, 2]"),
+            await host.handle_tool_call("bash", "[" * 100_000 + "]" * 100_000),  # too deep
         ]
     assert skill is not None
     assert skill.kind == "skill"

@@ -235,3 +235,18 @@ def test_a_record_has_a_qualified_ref_that_names_it_alone() -> None:
     )
     record = SkillRecord.from_entry(Origin("mcp", "acme"), entry)
     assert record.qualified == "acme:skill://acme/refunds/SKILL.md"
+
+
+async def test_reconnecting_asks_the_policy_again(
+    hostile: tuple[ServerSpec, HostileState],
+) -> None:
+    spec, state = hostile
+    policy = DenyingPolicy()
+    with anyio.fail_after(30):
+        async with SkillHost(policy=policy) as host:
+            await host.connect(spec)
+            listed = len(state.requests)
+            policy.server = spec.label  # the policy in force now refuses this server
+            with pytest.raises(PolicyDenied):
+                await host.reconnect(spec.label)
+    assert len(state.requests) == listed  # nothing was asked of the server again
