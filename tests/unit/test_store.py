@@ -38,8 +38,8 @@ def path(tmp_path: Path) -> Path:
 
 
 def fresh(path: Path, keys: MemoryKeys) -> FileApprovalStore:
-    """A store as a new process would see it (nothing cached)."""
-    return FileApprovalStore(path, keys=keys, clock=lambda: 0.0)
+    """A store as a new process would see it (nothing cached, the key not read yet)."""
+    return FileApprovalStore(path, keys=keys.another_process(), clock=lambda: 0.0)
 
 
 def aside(path: Path) -> list[Path]:
@@ -196,7 +196,10 @@ def test_a_revoked_record_stays_revoked_and_reset_forgets_everything_with_a_new_
 
 
 def test_another_process_s_write_is_seen_without_a_restart(path: Path, keys: MemoryKeys) -> None:
-    mine, theirs = fresh(path, keys), fresh(path, keys)
+    # Two views of one keyring: each keeps the key it read, as OsKeyring does.
+    mine = FileApprovalStore(path, keys=keys.another_process())
+    theirs = FileApprovalStore(path, keys=keys.another_process())
+    assert mine.keys is not theirs.keys
     assert mine.get(ONE.key) is None
     theirs.put(ONE)
     assert mine.get(ONE.key) == ONE
