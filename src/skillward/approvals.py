@@ -502,8 +502,8 @@ def assess(entry: SkillEntry, identity: str, record: ApprovalRecord | None) -> V
     """
     if record is None or record.uri != entry.uri:
         return NeverApproved()
-    if entry.is_dynamic and record.scope is not Scope.SESSION:
-        return NeverApproved()
+    if record.files is None and record.scope is not Scope.SESSION:
+        return NeverApproved()  # nothing binds its content: it approves nothing
     change = _difference(entry, identity, record)
     if change:
         return Changed(record, change)
@@ -664,11 +664,7 @@ class ApprovalBook:
                         held=True,
                     )
                     continue
-                change = None
-                if isinstance(verdict, Changed):
-                    change = verdict.change
-                    if verdict.record.revoked is None:
-                        await self.revoke(request.key, reason=change.summary(), change=change)
+                change = verdict.change if isinstance(verdict, Changed) else None
                 asked.append((index, await self.question(request, change)))
         finally:
             self._deciding -= 1
@@ -833,7 +829,14 @@ class ApprovalBook:
         for verdict in verdicts:
             if isinstance(verdict, Approved):
                 return verdict
-        return next((v for v in verdicts if isinstance(v, Changed)), NeverApproved())
+        changed = next((v for v in verdicts if isinstance(v, Changed)), None)
+        if changed is None:
+            return NeverApproved()
+        if changed.record.revoked is None:
+            # Any difference revokes, whoever looks (a host, `skillward approve`, a grant).
+            change = changed.change
+            await self.revoke(record.key, reason=change.summary(), change=change)
+        return changed
 
     def _honoured(self, record: ApprovalRecord | None, scope: Scope) -> ApprovalRecord | None:
         """``record``, unless the rules no longer allow its scope or it is too old."""
@@ -896,7 +899,6 @@ class ApprovalBook:
         if scope is Scope.ONCE:
             return scope
         key = request.key
-        self._revoked.pop(key, None)
         entry = request.record.entry
         if entry is None or request.identity is None:
             if entry is None:
@@ -912,6 +914,8 @@ class ApprovalBook:
                     if strict:
                         raise
                 else:
+                    # The stored record was replaced: the revocation held in memory is moot.
+                    self._revoked.pop(key, None)
                     self._session.pop(key, None)
                     return Scope.REMEMBER
             if strict:
