@@ -254,16 +254,26 @@ class FileApprovalStore:
         found = (loaded.record(key) for key in sorted(loaded.lines))
         return [record for record in found if record is not None]
 
-    def put(self, record: ApprovalRecord) -> None:
+    def put(self, record: ApprovalRecord, *, replaces: ApprovalRecord | None = None) -> None:
         if record.files is None or record.scope is not Scope.REMEMBER:
             raise RememberUnavailable(
                 "only content-bound approvals of skills with a resources list are remembered",
                 server=record.label,
                 uri=record.uri,
             )
+        key = (record.label, record.uri)
 
         def change(lines: Lines) -> bool:
-            lines[record.label, record.uri] = record_line(record)
+            if replaces is not None:
+                line = lines.get(key)
+                if line is None or _record(key, line) != replaces:
+                    raise RememberUnavailable(
+                        "the stored approval was changed or revoked by another process "
+                        "since it was read",
+                        server=record.label,
+                        uri=record.uri,
+                    )
+            lines[key] = record_line(record)
             return True
 
         self._update(change)

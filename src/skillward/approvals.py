@@ -522,8 +522,12 @@ class ApprovalStorage(Protocol):
     def get(self, key: SkillKey) -> ApprovalRecord | None:
         """The record for ``key``, if the store is trustworthy and holds one."""
 
-    def put(self, record: ApprovalRecord) -> None:
-        """Record ``record`` in place of any record for its key; raise RememberUnavailable."""
+    def put(self, record: ApprovalRecord, *, replaces: ApprovalRecord | None = None) -> None:
+        """Record ``record`` in place of any record for its key; raise RememberUnavailable.
+
+        With ``replaces``, only if the record stored for that key is still exactly
+        ``replaces`` (checked under the store's lock); otherwise raise RememberUnavailable.
+        """
 
     def revoke(self, key: SkillKey, *, reason: str) -> bool:
         """Mark the record for ``key`` revoked; True if there was one."""
@@ -673,9 +677,11 @@ class ApprovalBook:
         replies = await self._ask([question for _, question in asked])
         for (index, question), reply in zip(asked, replies, strict=True):
             answer = self._granted(question.request, reply)
-            answers[index] = answer
             if answer.decision is Decision.APPROVE:
-                await self._record(question.request, answer, strict=False)
+                # The scope it was recorded in: remember may have become session or once.
+                scope = await self._record(question.request, answer, strict=False)
+                answer = dataclasses.replace(answer, scope=scope)
+            answers[index] = answer
         return [a if a is not None else DENIED for a in answers]
 
     async def held(self, request: ActivationRequest) -> Grants | None:
@@ -702,7 +708,8 @@ class ApprovalBook:
         updated = record.model_copy(update={"grants": merged})
         if record.scope is Scope.REMEMBER:
             try:
-                await self._put(updated)
+                # Only over the record read above: never over a revocation written since.
+                await self._put(updated, replaces=record)
             except RememberUnavailable as error:
                 self.say(f"the grant is not remembered: {error.message}")
                 return False
@@ -839,8 +846,11 @@ class ApprovalBook:
         return changed
 
     def _honoured(self, record: ApprovalRecord | None, scope: Scope) -> ApprovalRecord | None:
-        """``record``, unless the rules no longer allow its scope or it is too old."""
+        """``record``, unless the rules no longer allow its scope or it is too old, or
+        (remembered) the policy refuses the store it is kept in."""
         if record is None or not self.rules.allows(scope):
+            return None
+        if scope is Scope.REMEMBER and self.rules.remember_refused is not None:
             return None
         max_age = self.rules.max_age
         if max_age is not None and self.clock() - record.granted_at > max_age:
@@ -938,10 +948,10 @@ class ApprovalBook:
             policy_version=self.policy_version,
         )
 
-    async def _put(self, record: ApprovalRecord) -> None:
+    async def _put(self, record: ApprovalRecord, *, replaces: ApprovalRecord | None = None) -> None:
         store = self.store
         assert store is not None
-        await anyio.to_thread.run_sync(lambda: store.put(record))
+        await anyio.to_thread.run_sync(lambda: store.put(record, replaces=replaces))
 
     def say(self, message: str) -> None:
         """Tell the person ``message``, once per approver."""

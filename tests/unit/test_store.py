@@ -208,6 +208,30 @@ def test_another_process_s_write_is_seen_without_a_restart(path: Path, keys: Mem
     assert mine.problems == []  # a reset by another process is not tampering
 
 
+@pytest.mark.threat("T27")
+def test_a_conditional_write_refuses_when_another_process_changed_the_record_since(
+    path: Path, keys: MemoryKeys
+) -> None:
+    mine, theirs = fresh(path, keys), fresh(path, keys)
+    mine.put(ONE)
+    read = mine.get(ONE.key)
+    assert read is not None
+    theirs.revoke(ONE.key, reason="the skill changed")
+    granted = read.model_copy(update={"grants": read.grants.model_copy(update={"execution": True})})
+    with pytest.raises(RememberUnavailable, match="another process"):
+        mine.put(granted, replaces=read)
+    stored = fresh(path, keys).get(ONE.key)
+    assert stored is not None
+    assert stored.revoked == "the skill changed"
+    assert stored.grants.execution is False
+    with pytest.raises(RememberUnavailable):
+        mine.put(TWO, replaces=ONE)  # nothing stored for TWO: nothing to replace
+    current = mine.get(ONE.key)
+    assert current is not None
+    mine.put(ONE, replaces=current)  # unchanged since read: written
+    assert fresh(path, keys).get(ONE.key) == ONE
+
+
 @pytest.mark.threat("T28")
 def test_a_symlink_at_the_lock_path_is_never_followed_and_refuses_instead_of_crashing(
     path: Path, keys: MemoryKeys, tmp_path: Path
