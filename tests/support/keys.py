@@ -24,6 +24,8 @@ class Keyring:
     counter: int = 0
     #: Why the keyring cannot be used (locked, not recommended), or None.
     refuse: str | None = None
+    #: How often the counter was read (each read of the OS keyring is a D-Bus round trip).
+    generation_reads: int = 0
 
 
 class MemoryKeys:
@@ -76,6 +78,7 @@ class MemoryKeys:
         return self._key
 
     def generation(self) -> int:
+        self.keyring.generation_reads += 1
         return self.keyring.counter
 
     def set_generation(self, value: int) -> None:

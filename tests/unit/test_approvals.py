@@ -218,26 +218,35 @@ async def test_a_change_revokes_the_stored_approval_so_v1_returning_asks_again(
     assert again.questions[0].change.revoked
 
 
+async def remembered_v1(tmp_path: Path) -> MemoryKeys:
+    """V1 approved and remembered; the keyring of its store, for later processes."""
+    keys = MemoryKeys()
+    approvals = book(Scripted([yes(Scope.REMEMBER)]), tmp_path, keys)
+    assert await approvals.decide(make_request(make_entry(V1))) is Decision.APPROVE
+    return keys
+
+
+async def v1_is_asked_about_as_revoked(tmp_path: Path, keys: MemoryKeys) -> bool:
+    """Whether a new process serving V1 asks about it, saying its approval was revoked."""
+    again = Scripted()
+    assert await book(again, tmp_path, keys).decide(make_request(make_entry(V1))) is Decision.DENY
+    change = again.questions[0].change if len(again.asked) == 1 else None
+    return change is not None and change.revoked is not None
+
+
 @pytest.mark.anyio
 @pytest.mark.threat("T9")
 async def test_a_change_seen_while_reviewing_revokes_even_when_the_person_denies(
     tmp_path: Path,
 ) -> None:
-    keys = MemoryKeys()
-    approvals = book(Scripted([yes(Scope.REMEMBER)]), tmp_path, keys)
-    assert await approvals.decide(make_request(make_entry(V1))) is Decision.APPROVE
+    keys = await remembered_v1(tmp_path)
     # `skillward approve` while the server serves v2: the person says no.
     reviewed = Scripted()
     answer = await book(reviewed, tmp_path, keys).review(make_request(make_entry(V2)))
     assert answer.decision is Decision.DENY
     assert reviewed.questions[0].change is not None
     # v1 served again: the approval of v1 was revoked by what the review saw.
-    again = Scripted()
-    assert await book(again, tmp_path, keys).decide(make_request(make_entry(V1))) is Decision.DENY
-    assert len(again.asked) == 1
-    change = again.questions[0].change
-    assert change is not None
-    assert change.revoked
+    assert await v1_is_asked_about_as_revoked(tmp_path, keys)
 
 
 @pytest.mark.anyio
@@ -268,9 +277,7 @@ async def test_a_revocation_the_store_could_not_write_outlives_a_session_approva
 async def test_a_remembered_skill_that_turns_dynamic_and_back_is_asked_about_again(
     tmp_path: Path,
 ) -> None:
-    keys = MemoryKeys()
-    approvals = book(Scripted([yes(Scope.REMEMBER)]), tmp_path, keys)
-    assert await approvals.decide(make_request(make_entry(V1))) is Decision.APPROVE
+    keys = await remembered_v1(tmp_path)
     # The server turns the skill dynamic: shown as a change, never approved by the record.
     dynamic = Scripted()
     assert await book(dynamic, tmp_path, keys).decide(make_request(make_entry(dynamic=True))) is (
@@ -280,9 +287,7 @@ async def test_a_remembered_skill_that_turns_dynamic_and_back_is_asked_about_aga
     assert change is not None
     assert change.dynamic is True
     # And back to v1: the change revoked the remembered approval.
-    again = Scripted()
-    assert await book(again, tmp_path, keys).decide(make_request(make_entry(V1))) is Decision.DENY
-    assert len(again.asked) == 1
+    assert await v1_is_asked_about_as_revoked(tmp_path, keys)
 
 
 @pytest.mark.anyio

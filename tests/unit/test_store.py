@@ -208,6 +208,37 @@ def test_another_process_s_write_is_seen_without_a_restart(path: Path, keys: Mem
     assert mine.problems == []  # a reset by another process is not tampering
 
 
+def test_a_write_reads_the_keyring_counter_once_and_keeps_what_it_wrote(
+    path: Path, keys: MemoryKeys
+) -> None:
+    store = fresh(path, keys)
+    store.put(ONE)
+    reads = keys.keyring.generation_reads
+    store.put(TWO)
+    assert keys.keyring.generation_reads == reads + 1
+    assert store.get(TWO.key) == TWO
+    assert store.get(ONE.key) == ONE
+    assert keys.keyring.generation_reads == reads + 1  # not read back and checked again
+
+
+@pytest.mark.parametrize("how", ["in-place", "replaced"])
+def test_a_foreign_write_after_this_process_s_own_write_is_still_checked(
+    path: Path, keys: MemoryKeys, how: str
+) -> None:
+    store = fresh(path, keys)
+    store.put(ONE)
+    data = bytearray(path.read_bytes())
+    data[-10] ^= 0x01
+    if how == "in-place":
+        path.write_bytes(bytes(data) + b"\n")
+    else:
+        planted = path.with_name("planted")
+        planted.write_bytes(bytes(data))
+        os.replace(planted, path)
+    assert store.get(ONE.key) is None
+    assert len(store.problems) == 1
+
+
 @pytest.mark.threat("T27")
 def test_a_conditional_write_refuses_when_another_process_changed_the_record_since(
     path: Path, keys: MemoryKeys
