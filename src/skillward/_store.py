@@ -64,10 +64,6 @@ _LOCK_POLL = 0.005
 class KeyProvider(Protocol):
     """The store's secret key and generation counter (the OS keyring by default)."""
 
-    @property
-    def description(self) -> str:
-        """Names the keyring, for messages."""
-
     def unavailable(self) -> str | None:
         """Why the key cannot be kept (naming the keyring), or None when it can."""
 
@@ -254,16 +250,26 @@ class FileApprovalStore:
         found = (loaded.record(key) for key in sorted(loaded.lines))
         return [record for record in found if record is not None]
 
-    def put(self, record: ApprovalRecord) -> None:
+    def put(self, record: ApprovalRecord, *, replaces: ApprovalRecord | None = None) -> None:
         if record.files is None or record.scope is not Scope.REMEMBER:
             raise RememberUnavailable(
                 "only content-bound approvals of skills with a resources list are remembered",
                 server=record.label,
                 uri=record.uri,
             )
+        key = (record.label, record.uri)
 
         def change(lines: Lines) -> bool:
-            lines[record.label, record.uri] = record_line(record)
+            if replaces is not None:
+                line = lines.get(key)
+                if line is None or _record(key, line) != replaces:
+                    raise RememberUnavailable(
+                        "the stored approval was changed or revoked by another process "
+                        "since it was read",
+                        server=record.label,
+                        uri=record.uri,
+                    )
+            lines[key] = record_line(record)
             return True
 
         self._update(change)
@@ -302,9 +308,7 @@ class FileApprovalStore:
     def _stat(self) -> Signature | None:
         try:
             return _signature(os.stat(self.path, follow_symlinks=False))
-        except FileNotFoundError:
-            return None
-        except OSError:
+        except OSError:  # missing or unreadable: nothing cached can be trusted as current
             return None
 
     def _current(self) -> _Loaded:
@@ -464,15 +468,21 @@ class FileApprovalStore:
                 return
             key = self.keys.rotate() if rotate else self.keys.key(create=True)
             assert key is not None
-            generation = max(loaded.generation, self.keys.generation()) + 1
+            # _load read the counter under this lock: no other writer has moved it since.
+            generation = loaded.generation + 1
             try:
-                self._write(encode(lines, generation, key))
+                written = self._write(encode(lines, generation, key))
             except OSError as exc:
                 raise RememberUnavailable(
                     f"cannot write the approval store {self.path}: {exc.strerror}"
                 ) from None
             self.keys.set_generation(generation)
-            self._cache = None
+            # Keep what was written, not a re-read of it, only if the file on disk is still
+            # the one written (same inode, size and mtime): a write by anyone else since is
+            # a change, and is read and checked on the next lookup.
+            now = self._stat()
+            ours = now is not None and now[:4] == written[:4]
+            self._cache = _Loaded(now, generation, lines) if ours else None
 
     def _sweep(self) -> None:
         """Remove temp files of writers that died (only writers holding the lock make them)."""
@@ -480,7 +490,8 @@ class FileApprovalStore:
             with contextlib.suppress(OSError):
                 leftover.unlink()
 
-    def _write(self, data: bytes) -> None:
+    def _write(self, data: bytes) -> Signature:
+        """Replace the store with ``data``; the signature of the file written."""
         directory = self.path.parent
         fd, temp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=directory)
         try:
@@ -488,12 +499,14 @@ class FileApprovalStore:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
+                written = _signature(os.fstat(handle.fileno()))
             os.replace(temp, self.path)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
             raise
         _fsync_directory(directory)
+        return written
 
 
 class _Interrupted(Exception):  # internal signal

@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-import hashlib
 import json
 import logging
 import time
@@ -44,6 +43,7 @@ from skillward.errors import PolicyDenied, RememberUnavailable
 from skillward.frontmatter import allowed_tools
 from skillward.origins import SkillKey
 from skillward.registry import SkillRecord
+from skillward.verify import sha256_digest
 from skillward.wire import SkillEntry
 
 __all__ = [
@@ -334,16 +334,12 @@ def _canonical(value: object) -> bytes:
     ).encode()
 
 
-def _sha256(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
 def frontmatter_digests(
     frontmatter: Mapping[str, object],
 ) -> tuple[str, tuple[tuple[str, str], ...]]:
     """The digest of the whole frontmatter, and of each top-level field's value."""
-    fields = tuple(sorted((k, _sha256(_canonical(v))) for k, v in frontmatter.items()))
-    return _sha256(_canonical(dict(frontmatter))), fields
+    fields = tuple(sorted((k, sha256_digest(_canonical(v))) for k, v in frontmatter.items()))
+    return sha256_digest(_canonical(dict(frontmatter))), fields
 
 
 def content_hash(entry: SkillEntry) -> str | None:
@@ -359,7 +355,7 @@ def content_hash(entry: SkillEntry) -> str | None:
 
 def _content_hash(uri: str, bindings: Sequence[FileBinding], frontmatter: str) -> str:
     files = [[b.uri, b.digest, b.size] for b in bindings]
-    return _sha256(_canonical({"files": files, "frontmatter": frontmatter, "uri": uri}))
+    return sha256_digest(_canonical({"files": files, "frontmatter": frontmatter, "uri": uri}))
 
 
 def _bindings(entry: SkillEntry) -> tuple[FileBinding, ...] | None:
@@ -471,7 +467,9 @@ class NeverApproved:
 Verdict = Approved | Changed | NeverApproved
 
 
-def _difference(entry: SkillEntry, identity: str, record: ApprovalRecord) -> Change:
+def _difference(
+    entry: SkillEntry, identity: str, record: ApprovalRecord, fields: Sequence[tuple[str, str]]
+) -> Change:
     then = None if record.files is None else {f.uri: (f.digest, f.size) for f in record.files}
     now = None if entry.is_dynamic else {i.uri: (i.digest, i.size) for i in entry.manifest.values()}
     added: tuple[str, ...] = ()
@@ -484,7 +482,6 @@ def _difference(entry: SkillEntry, identity: str, record: ApprovalRecord) -> Cha
         modified = tuple(sorted(u for u in now.keys() & then.keys() if now[u] != then[u]))
     elif (then is None) != (now is None):
         dynamic = now is None
-    _, fields = frontmatter_digests(entry.frontmatter.as_dict())
     before, after = dict(record.frontmatter_fields), dict(fields)
     frontmatter = tuple(
         sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
@@ -500,11 +497,23 @@ def assess(entry: SkillEntry, identity: str, record: ApprovalRecord | None) -> V
     identity, every (uri, digest, size) and every frontmatter field are exactly
     those approved. A remembered record never covers a dynamic skill.
     """
+    return _assess(entry, identity, record, None)
+
+
+def _assess(
+    entry: SkillEntry,
+    identity: str,
+    record: ApprovalRecord | None,
+    fields: Sequence[tuple[str, str]] | None,
+) -> Verdict:
+    """:func:`assess`, given the entry's frontmatter field digests if already computed."""
     if record is None or record.uri != entry.uri:
         return NeverApproved()
-    if entry.is_dynamic and record.scope is not Scope.SESSION:
-        return NeverApproved()
-    change = _difference(entry, identity, record)
+    if record.files is None and record.scope is not Scope.SESSION:
+        return NeverApproved()  # nothing binds its content: it approves nothing
+    if fields is None:
+        _, fields = frontmatter_digests(entry.frontmatter.as_dict())
+    change = _difference(entry, identity, record, fields)
     if change:
         return Changed(record, change)
     return Approved(record)
@@ -522,8 +531,12 @@ class ApprovalStorage(Protocol):
     def get(self, key: SkillKey) -> ApprovalRecord | None:
         """The record for ``key``, if the store is trustworthy and holds one."""
 
-    def put(self, record: ApprovalRecord) -> None:
-        """Record ``record`` in place of any record for its key; raise RememberUnavailable."""
+    def put(self, record: ApprovalRecord, *, replaces: ApprovalRecord | None = None) -> None:
+        """Record ``record`` in place of any record for its key; raise RememberUnavailable.
+
+        With ``replaces``, only if the record stored for that key is still exactly
+        ``replaces`` (checked under the store's lock); otherwise raise RememberUnavailable.
+        """
 
     def revoke(self, key: SkillKey, *, reason: str) -> bool:
         """Mark the record for ``key`` revoked; True if there was one."""
@@ -664,11 +677,7 @@ class ApprovalBook:
                         held=True,
                     )
                     continue
-                change = None
-                if isinstance(verdict, Changed):
-                    change = verdict.change
-                    if verdict.record.revoked is None:
-                        await self.revoke(request.key, reason=change.summary(), change=change)
+                change = verdict.change if isinstance(verdict, Changed) else None
                 asked.append((index, await self.question(request, change)))
         finally:
             self._deciding -= 1
@@ -677,9 +686,11 @@ class ApprovalBook:
         replies = await self._ask([question for _, question in asked])
         for (index, question), reply in zip(asked, replies, strict=True):
             answer = self._granted(question.request, reply)
-            answers[index] = answer
             if answer.decision is Decision.APPROVE:
-                await self._record(question.request, answer, strict=False)
+                # The scope it was recorded in: remember may have become session or once.
+                scope = await self._record(question.request, answer, strict=False)
+                answer = dataclasses.replace(answer, scope=scope)
+            answers[index] = answer
         return [a if a is not None else DENIED for a in answers]
 
     async def held(self, request: ActivationRequest) -> Grants | None:
@@ -706,7 +717,8 @@ class ApprovalBook:
         updated = record.model_copy(update={"grants": merged})
         if record.scope is Scope.REMEMBER:
             try:
-                await self._put(updated)
+                # Only over the record read above: never over a revocation written since.
+                await self._put(updated, replaces=record)
             except RememberUnavailable as error:
                 self.say(f"the grant is not remembered: {error.message}")
                 return False
@@ -823,21 +835,34 @@ class ApprovalBook:
         if request.identity is None:
             return NeverApproved()
         session = self._honoured(self._session.get(record.key), Scope.SESSION)
-        verdicts = [assess(entry, request.identity, session)]
         stored = None
         if self.rules.allows(Scope.REMEMBER):
             stored = self._honoured(await self._stored(record.key), Scope.REMEMBER)
         if stored is not None and record.key in self._revoked and stored.revoked is None:
             stored = stored.model_copy(update={"revoked": self._revoked[record.key]})
-        verdicts.append(assess(entry, request.identity, stored))
+        records = [r for r in (session, stored) if r is not None]
+        if not records:
+            return NeverApproved()
+        _, fields = frontmatter_digests(entry.frontmatter.as_dict())  # once for both records
+        verdicts = [_assess(entry, request.identity, r, fields) for r in records]
         for verdict in verdicts:
             if isinstance(verdict, Approved):
                 return verdict
-        return next((v for v in verdicts if isinstance(v, Changed)), NeverApproved())
+        changed = next((v for v in verdicts if isinstance(v, Changed)), None)
+        if changed is None:
+            return NeverApproved()
+        if changed.record.revoked is None:
+            # Any difference revokes, whoever looks (a host, `skillward approve`, a grant).
+            change = changed.change
+            await self.revoke(record.key, reason=change.summary(), change=change)
+        return changed
 
     def _honoured(self, record: ApprovalRecord | None, scope: Scope) -> ApprovalRecord | None:
-        """``record``, unless the rules no longer allow its scope or it is too old."""
+        """``record``, unless the rules no longer allow its scope or it is too old, or
+        (remembered) the policy refuses the store it is kept in."""
         if record is None or not self.rules.allows(scope):
+            return None
+        if scope is Scope.REMEMBER and self.rules.remember_refused is not None:
             return None
         max_age = self.rules.max_age
         if max_age is not None and self.clock() - record.granted_at > max_age:
@@ -896,29 +921,41 @@ class ApprovalBook:
         if scope is Scope.ONCE:
             return scope
         key = request.key
-        self._revoked.pop(key, None)
         entry = request.record.entry
-        if entry is None or request.identity is None:
-            if entry is None:
-                self._local.add(key)
-            return Scope.SESSION if entry is None else Scope.ONCE
+        if entry is None:
+            self._local.add(key)
+            return Scope.SESSION
+        if request.identity is None:
+            return Scope.ONCE
         if scope is Scope.REMEMBER:
-            why = await self.remember_unavailable(request)
+            why = await self._remember(request, entry, answer, strict=strict)
             if why is None:
-                try:
-                    await self._put(self._make(request, entry, Scope.REMEMBER, answer))
-                except RememberUnavailable as error:
-                    why = error.message
-                    if strict:
-                        raise
-                else:
-                    self._session.pop(key, None)
-                    return Scope.REMEMBER
-            if strict:
-                raise RememberUnavailable(why, server=key.origin, uri=key.locator)
+                return Scope.REMEMBER
             self.say(f"not remembered, approved for this session only: {why}")
         self._session[key] = self._make(request, entry, Scope.SESSION, answer)
         return Scope.SESSION
+
+    async def _remember(
+        self, request: ActivationRequest, entry: SkillEntry, answer: Answer, *, strict: bool
+    ) -> str | None:
+        """Store ``answer`` as a remembered approval; why it could not be, or None.
+        With ``strict``, raise RememberUnavailable instead of saying why."""
+        key = request.key
+        why = await self.remember_unavailable(request)
+        if why is not None:
+            if strict:
+                raise RememberUnavailable(why, server=key.origin, uri=key.locator)
+            return why
+        try:
+            await self._put(self._make(request, entry, Scope.REMEMBER, answer))
+        except RememberUnavailable as error:
+            if strict:
+                raise
+            return error.message
+        # The stored record was replaced: the revocation held in memory is moot.
+        self._revoked.pop(key, None)
+        self._session.pop(key, None)
+        return None
 
     def _make(
         self, request: ActivationRequest, entry: SkillEntry, scope: Scope, answer: Answer
@@ -934,10 +971,10 @@ class ApprovalBook:
             policy_version=self.policy_version,
         )
 
-    async def _put(self, record: ApprovalRecord) -> None:
+    async def _put(self, record: ApprovalRecord, *, replaces: ApprovalRecord | None = None) -> None:
         store = self.store
         assert store is not None
-        await anyio.to_thread.run_sync(lambda: store.put(record))
+        await anyio.to_thread.run_sync(lambda: store.put(record, replaces=replaces))
 
     def say(self, message: str) -> None:
         """Tell the person ``message``, once per approver."""

@@ -40,7 +40,6 @@ from skillward.context import CatalogItem, ContextBlock
 from skillward.errors import NoTerminal, SkillwardError, printable
 from skillward.gates import CrossOriginRequest, ExecutionRequest
 from skillward.registry import Collision, Declined, SkillRecord
-from skillward.uris import parse_uri
 from skillward.wire import SkillEntry
 
 __all__ = [
@@ -70,8 +69,9 @@ def _origin(record_origin_kind: str, label: str) -> str:
 
 
 def _short_digest(digest: str) -> str:
-    """``sha256:`` and the first 12 hex digits: enough to compare by eye."""
-    return digest[: len("sha256:") + 12]
+    """The algorithm and the first 12 hex digits: enough to compare by eye."""
+    algorithm, _, hexdigest = digest.partition(":")
+    return f"{algorithm}:{hexdigest[:12]}"
 
 
 def _origin_heading(summary: OriginSummary) -> Text:
@@ -114,6 +114,30 @@ class OriginSummary:
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _relative(root: str, uri: str) -> str:
+    return uri.removeprefix(root + "/")
+
+
+def _file_table(entry: SkillEntry, path_column: str, *, compact: bool = False) -> Table:
+    """Every file of a (not dynamic) entry, sorted: its path from the skill root, its size
+    and a short digest."""
+    title = f"{_plural(len(entry.manifest), 'file')}, {_size(entry.total_size)}"
+    table = (
+        Table(title=title, title_justify="left", box=None, padding=(0, 2, 0, 0))
+        if compact
+        else Table(title=title)
+    )
+    table.add_column(path_column, overflow="fold")
+    table.add_column("size", justify="right", no_wrap=True)
+    table.add_column("digest", no_wrap=True)
+    root = str(entry.root)
+    for uri in sorted(entry.manifest):
+        item = entry.manifest[uri]
+        path = _safe(_relative(root, uri), 2000)
+        table.add_row(path, _size(item.size), _short_digest(item.digest))
+    return table
 
 
 class _Console(Console):
@@ -263,19 +287,7 @@ class Terminal:
             if entry.is_dynamic:
                 self.out.print("[yellow]resources: dynamic (content cannot be verified)[/yellow]")
                 return
-            count = len(entry.manifest)
-            table = Table(
-                title=f"{count} {'file' if count == 1 else 'files'}, {_size(entry.total_size)}"
-            )
-            table.add_column("path (from the skill root)", overflow="fold")
-            table.add_column("size", justify="right", no_wrap=True)
-            table.add_column("digest", no_wrap=True)
-            root = entry.root
-            for uri in sorted(entry.manifest, key=lambda u: root.file_path(parse_uri(u))):
-                item = entry.manifest[uri]
-                path = root.file_path(parse_uri(uri))
-                table.add_row(_safe(path), _size(item.size), _short_digest(item.digest))
-            self.out.print(table)
+            self.out.print(_file_table(entry, "path (from the skill root)"))
 
     def approvals(self, records: Sequence[ApprovalRecord]) -> None:
         """Remembered approvals, revoked ones marked as such."""
@@ -287,7 +299,7 @@ class Terminal:
             status = (
                 f"[red]revoked[/red]: {_safe(record.revoked, 300)}"
                 if record.revoked
-                else f"{len(record.files or ())} files"
+                else _plural(len(record.files or ()), "file")
             )
             table.add_row(
                 _safe(f"{record.label}:{record.name}"),
@@ -309,7 +321,7 @@ class Terminal:
                 for name, value in (
                     ("scope", event.scope),
                     ("resource", event.resource_uri),
-                    ("content", _short(event.content_hash) if event.content_hash else None),
+                    ("content", _short_digest(event.content_hash) if event.content_hash else None),
                 )
                 if value
             ]
@@ -320,25 +332,13 @@ class Terminal:
         if not events:
             self.note("no audit events")
         if skipped:
-            self.note(f"{skipped} lines of the audit file are not events and were skipped")
+            self.note(f"{_plural(skipped, 'line')} of the audit file skipped (not events)")
 
     def block(self, block: ContextBlock, *, as_json: bool) -> None:
         if as_json:
             self.json(block.to_json())
         else:
             self.text(block.text())
-
-
-_SHORT_DIGEST = 12
-
-
-def _short(digest: str) -> str:
-    algorithm, _, hexdigest = digest.partition(":")
-    return f"{algorithm}:{hexdigest[:_SHORT_DIGEST]}"
-
-
-def _relative(root: str, uri: str) -> str:
-    return uri.removeprefix(root + "/")
 
 
 _CHOICE_TEXT = {
@@ -437,20 +437,7 @@ class TerminalApprover(_AtTerminal):
     def _files(self, entry: SkillEntry) -> RenderableType:
         if entry.is_dynamic:
             return "[red]Its content is dynamic and cannot be verified.[/red]"
-        table = Table(
-            title=f"{len(entry.manifest)} files, {_size(entry.total_size)}",
-            title_justify="left",
-            box=None,
-            padding=(0, 2, 0, 0),
-        )
-        table.add_column("file", overflow="fold")
-        table.add_column("size", justify="right", no_wrap=True)
-        table.add_column("digest", no_wrap=True)
-        root = str(entry.root)
-        for uri in sorted(entry.manifest):
-            item = entry.manifest[uri]
-            table.add_row(_safe(_relative(root, uri), 2000), _size(item.size), _short(item.digest))
-        return table
+        return _file_table(entry, "file", compact=True)
 
     def _change(self, change: Change, root: object) -> RenderableType:
         prefix = str(root) if root is not None else ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
+import filelock
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -21,6 +22,7 @@ from skillward.approvals import (
     assess,
     record_for,
 )
+from skillward.config import Limits
 from skillward.errors import RememberUnavailable
 from skillward.origins import SkillKey
 from skillward.wire import SkillEntry, parse_entry
@@ -136,6 +138,14 @@ def test_a_remembered_record_never_covers_a_dynamic_skill() -> None:
     assert isinstance(assess(entry, HTTP, session), Approved)
 
 
+@pytest.mark.threat("T19")
+def test_a_remembered_skill_that_turns_dynamic_is_a_change_never_an_approval() -> None:
+    verdict = assess(make_entry(dynamic=True), HTTP, approve(V1))
+    assert isinstance(verdict, Changed)
+    assert verdict.change.dynamic is True
+    assert "now dynamic" in verdict.change.summary()
+
+
 @pytest.mark.threat("T9")
 @given(
     original=st.dictionaries(
@@ -206,6 +216,78 @@ async def test_a_change_revokes_the_stored_approval_so_v1_returning_asks_again(
     assert await book(again, tmp_path, keys).decide(make_request(make_entry(V1))) is Decision.DENY
     assert again.questions[0].change is not None
     assert again.questions[0].change.revoked
+
+
+async def remembered_v1(tmp_path: Path) -> MemoryKeys:
+    """V1 approved and remembered; the keyring of its store, for later processes."""
+    keys = MemoryKeys()
+    approvals = book(Scripted([yes(Scope.REMEMBER)]), tmp_path, keys)
+    assert await approvals.decide(make_request(make_entry(V1))) is Decision.APPROVE
+    return keys
+
+
+async def v1_is_asked_about_as_revoked(tmp_path: Path, keys: MemoryKeys) -> bool:
+    """Whether a new process serving V1 asks about it, saying its approval was revoked."""
+    again = Scripted()
+    assert await book(again, tmp_path, keys).decide(make_request(make_entry(V1))) is Decision.DENY
+    change = again.questions[0].change if len(again.asked) == 1 else None
+    return change is not None and change.revoked is not None
+
+
+@pytest.mark.anyio
+@pytest.mark.threat("T9")
+async def test_a_change_seen_while_reviewing_revokes_even_when_the_person_denies(
+    tmp_path: Path,
+) -> None:
+    keys = await remembered_v1(tmp_path)
+    # `skillward approve` while the server serves v2: the person says no.
+    reviewed = Scripted()
+    answer = await book(reviewed, tmp_path, keys).review(make_request(make_entry(V2)))
+    assert answer.decision is Decision.DENY
+    assert reviewed.questions[0].change is not None
+    # v1 served again: the approval of v1 was revoked by what the review saw.
+    assert await v1_is_asked_about_as_revoked(tmp_path, keys)
+
+
+@pytest.mark.anyio
+@pytest.mark.threat("T9")
+async def test_a_revocation_the_store_could_not_write_outlives_a_session_approval_of_v2(
+    tmp_path: Path,
+) -> None:
+    limits = Limits(store_lock_timeout=0.2)
+    store = FileApprovalStore(tmp_path / "approvals.json", keys=MemoryKeys(), limits=limits)
+    prompter = Scripted([yes(Scope.REMEMBER), yes(Scope.SESSION)])
+    approvals = ApprovalBook(prompter, store=store, clock=lambda: 1000.0)
+    assert await approvals.decide(make_request(make_entry(V1))) is Decision.APPROVE
+    # v2 is served while another process holds the store: the revocation of v1 cannot be
+    # written, and the person approves v2 for this session.
+    with filelock.FileLock(store.lock_path):
+        assert await approvals.decide(make_request(make_entry(V2))) is Decision.APPROVE
+    stored = store.get(make_request(make_entry(V1)).key)
+    assert stored is not None
+    assert stored.revoked is None  # the store still holds v1, unrevoked
+    # v1 served again: the revocation held in this process still counts.
+    assert await approvals.decide(make_request(make_entry(V1))) is Decision.DENY
+    assert len(prompter.asked) == 3
+
+
+@pytest.mark.anyio
+@pytest.mark.threat("T9")
+@pytest.mark.threat("T19")
+async def test_a_remembered_skill_that_turns_dynamic_and_back_is_asked_about_again(
+    tmp_path: Path,
+) -> None:
+    keys = await remembered_v1(tmp_path)
+    # The server turns the skill dynamic: shown as a change, never approved by the record.
+    dynamic = Scripted()
+    assert await book(dynamic, tmp_path, keys).decide(make_request(make_entry(dynamic=True))) is (
+        Decision.DENY
+    )
+    change = dynamic.questions[0].change
+    assert change is not None
+    assert change.dynamic is True
+    # And back to v1: the change revoked the remembered approval.
+    assert await v1_is_asked_about_as_revoked(tmp_path, keys)
 
 
 @pytest.mark.anyio

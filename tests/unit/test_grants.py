@@ -12,6 +12,7 @@ from skillward._store import FileApprovalStore
 from skillward.approvals import (
     Answer,
     ApprovalBook,
+    ApprovalRecord,
     Change,
     Decision,
     Grants,
@@ -96,6 +97,42 @@ async def test_an_execution_grant_is_kept_only_with_a_record_of_exactly_this_con
     assert stored is not None
     assert stored.grants.execution
     assert await approvals.add_grant(make_request(make_entry(V2)), Grants(execution=True)) is False
+
+
+@pytest.mark.threat("T27")
+@pytest.mark.threat("T29")
+async def test_a_grant_is_never_written_over_a_revocation_made_meanwhile_by_another_process(
+    tmp_path: Path,
+) -> None:
+    keys = MemoryKeys()
+    path = tmp_path / "approvals.json"
+    other = FileApprovalStore(path, keys=keys.another_process())
+
+    class RevokedMeanwhile(FileApprovalStore):
+        """Another process revokes the skill just before this one's second write."""
+
+        writes = 0
+
+        def put(self, record: ApprovalRecord, *, replaces: ApprovalRecord | None = None) -> None:
+            self.writes += 1
+            if self.writes == 2:
+                other.revoke(record.key, reason="changed, seen by another process")
+            super().put(record, replaces=replaces)
+
+    notes: list[str] = []
+    approvals = ApprovalBook(
+        Scripted([yes(Scope.REMEMBER)]),
+        store=RevokedMeanwhile(path, keys=keys),
+        notify=notes.append,
+    )
+    request = make_request(make_entry(V1))
+    assert (await approvals.consent(request)).scope is Scope.REMEMBER
+    assert await approvals.add_grant(request, Grants(execution=True)) is False
+    assert notes[-1].startswith("the grant is not remembered")
+    stored = FileApprovalStore(path, keys=keys.another_process()).get(request.key)
+    assert stored is not None
+    assert stored.revoked == "changed, seen by another process"
+    assert stored.grants == Grants()
 
 
 @pytest.mark.threat("T13")

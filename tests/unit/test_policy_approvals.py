@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from skillward._store import FileApprovalStore
-from skillward.approvals import ActivationRequest, ApprovalBook, ApprovalRules, Decision, Scope
+from skillward.approvals import (
+    ActivationRequest,
+    ApprovalBook,
+    ApprovalRules,
+    Decision,
+    Grants,
+    Scope,
+)
 from skillward.errors import PolicyDenied
 from tests.support.approvals import Scripted, make_entry, make_request, yes
 from tests.support.keys import MemoryKeys
@@ -143,6 +150,39 @@ async def test_require_recommended_keeps_a_host_key_provider_from_remembering(
     assert "keyring.require_recommended = True" in world.notes[0]
     with pytest.raises(PolicyDenied):
         await approvals.grant(make_request(make_entry()), yes(Scope.REMEMBER))
+
+
+@pytest.mark.threat("T40")
+async def test_require_recommended_honours_nothing_already_in_a_refused_store(
+    world: World, tmp_path: Path
+) -> None:
+    request = make_request(make_entry(extra={"allowed-tools": "Bash"}))
+    assert await world.book(Scripted([yes(Scope.REMEMBER)]), ApprovalRules()).decide(request) is (
+        Decision.APPROVE
+    )
+    (before,) = world.store.records()
+    dirs = PolicyDirs(tmp_path / "policy")
+    dirs.admin("version = 1\n[keyring]\nrequire_recommended = true\n")
+    strict = dirs.load().approval_rules(world.store)
+    assert await asks_again(world, strict, request)
+    approvals = world.book(Scripted(), strict)
+    assert await approvals.held(request) is None
+    assert await approvals.add_grant(request, Grants(tools=("Bash",), execution=True)) is False
+    assert world.store.records() == [before]
+
+
+@pytest.mark.threat("T40")
+@pytest.mark.parametrize(
+    ("persist", "recorded"), [("session", Scope.SESSION), ("once", Scope.ONCE)]
+)
+async def test_the_answer_names_the_scope_recorded_not_the_one_chosen(
+    world: World, tmp_path: Path, persist: str, recorded: Scope
+) -> None:
+    capped = rules(tmp_path, f'[approvals]\npersist = "{persist}"\n')
+    approvals = world.book(Scripted([yes(Scope.REMEMBER)]), capped)
+    answer = await approvals.consent(make_request(make_entry()))
+    assert answer.decision is Decision.APPROVE
+    assert answer.scope is recorded
 
 
 async def test_records_carry_the_version_of_the_policy_in_force(

@@ -100,7 +100,7 @@ def test_the_prompt_says_what_the_skill_asks_for_and_where_it_is_from() -> None:
     assert "never run" in text
     assert "did not approve this one" in text  # the enclosing skill's approval does not cover it
     assert "2 skills are named 'refunds'" in text
-    assert "1 files, 1 B" in text
+    assert "1 file, 1 B" in text
     assert "SKILL.md" in text
     assert "sha256:aaaaaaaaaaaa " in text + " "  # a short digest per file
 

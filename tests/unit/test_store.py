@@ -38,8 +38,8 @@ def path(tmp_path: Path) -> Path:
 
 
 def fresh(path: Path, keys: MemoryKeys) -> FileApprovalStore:
-    """A store as a new process would see it (nothing cached)."""
-    return FileApprovalStore(path, keys=keys, clock=lambda: 0.0)
+    """A store as a new process would see it (nothing cached, the key not read yet)."""
+    return FileApprovalStore(path, keys=keys.another_process(), clock=lambda: 0.0)
 
 
 def aside(path: Path) -> list[Path]:
@@ -196,13 +196,71 @@ def test_a_revoked_record_stays_revoked_and_reset_forgets_everything_with_a_new_
 
 
 def test_another_process_s_write_is_seen_without_a_restart(path: Path, keys: MemoryKeys) -> None:
-    mine, theirs = fresh(path, keys), fresh(path, keys)
+    # Two views of one keyring: each keeps the key it read, as OsKeyring does.
+    mine = FileApprovalStore(path, keys=keys.another_process())
+    theirs = FileApprovalStore(path, keys=keys.another_process())
+    assert mine.keys is not theirs.keys
     assert mine.get(ONE.key) is None
     theirs.put(ONE)
     assert mine.get(ONE.key) == ONE
     theirs.reset()
     assert mine.get(ONE.key) is None
     assert mine.problems == []  # a reset by another process is not tampering
+
+
+def test_a_write_reads_the_keyring_counter_once_and_keeps_what_it_wrote(
+    path: Path, keys: MemoryKeys
+) -> None:
+    store = fresh(path, keys)
+    store.put(ONE)
+    reads = keys.keyring.generation_reads
+    store.put(TWO)
+    assert keys.keyring.generation_reads == reads + 1
+    assert store.get(TWO.key) == TWO
+    assert store.get(ONE.key) == ONE
+    assert keys.keyring.generation_reads == reads + 1  # not read back and checked again
+
+
+@pytest.mark.parametrize("how", ["in-place", "replaced"])
+def test_a_foreign_write_after_this_process_s_own_write_is_still_checked(
+    path: Path, keys: MemoryKeys, how: str
+) -> None:
+    store = fresh(path, keys)
+    store.put(ONE)
+    data = bytearray(path.read_bytes())
+    data[-10] ^= 0x01
+    if how == "in-place":
+        path.write_bytes(bytes(data) + b"\n")
+    else:
+        planted = path.with_name("planted")
+        planted.write_bytes(bytes(data))
+        os.replace(planted, path)
+    assert store.get(ONE.key) is None
+    assert len(store.problems) == 1
+
+
+@pytest.mark.threat("T27")
+def test_a_conditional_write_refuses_when_another_process_changed_the_record_since(
+    path: Path, keys: MemoryKeys
+) -> None:
+    mine, theirs = fresh(path, keys), fresh(path, keys)
+    mine.put(ONE)
+    read = mine.get(ONE.key)
+    assert read is not None
+    theirs.revoke(ONE.key, reason="the skill changed")
+    granted = read.model_copy(update={"grants": read.grants.model_copy(update={"execution": True})})
+    with pytest.raises(RememberUnavailable, match="another process"):
+        mine.put(granted, replaces=read)
+    stored = fresh(path, keys).get(ONE.key)
+    assert stored is not None
+    assert stored.revoked == "the skill changed"
+    assert stored.grants.execution is False
+    with pytest.raises(RememberUnavailable):
+        mine.put(TWO, replaces=ONE)  # nothing stored for TWO: nothing to replace
+    current = mine.get(ONE.key)
+    assert current is not None
+    mine.put(ONE, replaces=current)  # unchanged since read: written
+    assert fresh(path, keys).get(ONE.key) == ONE
 
 
 @pytest.mark.threat("T28")
