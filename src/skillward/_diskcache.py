@@ -23,6 +23,7 @@ POSIX only: elsewhere the cache turns itself off.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import hashlib
 import json
@@ -323,6 +324,15 @@ class DiskCache:
             self.purge(label)
         except UsageError as exc:
             logger.warning("cache of %s not purged: %s", label, exc.message)
+
+    def narrow(self, limits: Limits) -> None:
+        """Keep within ``limits`` too: the smaller budget and the shorter age apply."""
+        ages = [a for a in (self.limits.max_cache_age, limits.max_cache_age) if a is not None]
+        self.limits = dataclasses.replace(
+            self.limits,
+            max_cache_bytes=min(self.limits.max_cache_bytes, limits.max_cache_bytes),
+            max_cache_age=min(ages, default=None),
+        )
 
     def isolate_from(self, directory: Path) -> None:
         """Turn caching off if the root is inside ``directory`` or contains it.
