@@ -40,6 +40,7 @@ from pathlib import Path
 
 from skillward._dirs import user_cache_dir
 from skillward._local import default_local_dirs
+from skillward._tree import CLOEXEC, DIR_FLAGS, NOFOLLOW, NONBLOCK, READ_FLAGS
 from skillward.cache import CacheKey
 from skillward.config import Limits
 from skillward.errors import UsageError, printable
@@ -53,16 +54,10 @@ __all__ = ["DiskCache", "LabelUsage"]
 logger = logging.getLogger("skillward")
 
 _SUPPORTED = sys.platform != "win32" and hasattr(os, "O_NOFOLLOW")
-# getattr: these flags are missing on Windows, where the cache turns itself off.
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-# Opening a planted FIFO must not wait for the other end.
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
-_READ_FLAGS = os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC
-_NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
-_APPEND_FLAGS = os.O_RDWR | os.O_APPEND | _NOFOLLOW | _NONBLOCK | _CLOEXEC
-_LOCK_FLAGS = os.O_RDWR | os.O_CREAT | _NOFOLLOW | _NONBLOCK | _CLOEXEC
+# The shared flags are 0 where missing (Windows), where the cache turns itself off.
+_NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC
+_APPEND_FLAGS = os.O_RDWR | os.O_APPEND | NOFOLLOW | NONBLOCK | CLOEXEC
+_LOCK_FLAGS = os.O_RDWR | os.O_CREAT | NOFOLLOW | NONBLOCK | CLOEXEC
 # What opening a blob path with O_NOFOLLOW | O_NONBLOCK gives when something else is
 # planted there: a symlink (ELOOP; EMLINK on some BSDs), a socket (ENXIO), a file that
 # is not ours to read (EACCES, EPERM).
@@ -132,12 +127,12 @@ def _open_dir(name: str, parent: int | None, shown: str, *, create: bool) -> int
     """An fd of directory ``name`` (under ``parent``), checked; None if missing."""
     try:
         try:
-            fd = os.open(name, _DIR_FLAGS, dir_fd=parent)
+            fd = os.open(name, DIR_FLAGS, dir_fd=parent)
         except FileNotFoundError:
             if not create:
                 return None
             _mkdir_private(name, parent)
-            fd = os.open(name, _DIR_FLAGS, dir_fd=parent)
+            fd = os.open(name, DIR_FLAGS, dir_fd=parent)
     except OSError as exc:
         raise _Unsafe(f"{shown} cannot be opened as a plain directory ({exc.strerror})") from None
     try:
@@ -184,7 +179,7 @@ def _read_header(label_fd: int) -> str | None:
     """The identity in the index's first line, or None if there is no sound index.
     Reads no further than that line: every get asks."""
     try:
-        fd = os.open(_INDEX, _READ_FLAGS, dir_fd=label_fd)
+        fd = os.open(_INDEX, READ_FLAGS, dir_fd=label_fd)
     except OSError:
         return None
     head = b""
@@ -220,7 +215,7 @@ def _index_lines(label_fd: int, present: Collection[str]) -> tuple[bytes, list[b
     """The index's header line and the latest line of each blob in ``present``; None
     (leave it alone) if the index is not a regular file with a sound header."""
     try:
-        fd = os.open(_INDEX, _READ_FLAGS, dir_fd=label_fd)
+        fd = os.open(_INDEX, READ_FLAGS, dir_fd=label_fd)
     except OSError:
         return None
     lines: dict[str, bytes] = {}
@@ -524,7 +519,7 @@ class DiskCache:
 
     def _read_blob(self, blobs_fd: int, name: str, key: CacheKey) -> bytes | None:
         try:
-            fd = os.open(name, _READ_FLAGS, dir_fd=blobs_fd)
+            fd = os.open(name, READ_FLAGS, dir_fd=blobs_fd)
         except FileNotFoundError:
             return None
         except OSError as exc:
