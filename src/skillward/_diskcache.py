@@ -2,9 +2,9 @@
 
 Layout, under the user cache directory (``~/.cache/skillward`` on Linux)::
 
-    <root>/<label>/index.jsonl          the transport identity, then one line per blob written
+    <root>/<label>/index.jsonl          the transport identity, then one line per blob kept
     <root>/<label>/blobs/<sha256 hex>   the bytes, named by their digest
-    <root>/<label>/lock                 serialises rebinding, eviction and purges
+    <root>/<label>/lock                 serialises rebinding, index writes, eviction and purges
 
 Labels are host-assigned (``[a-z0-9-]``) and blob names are digests: nothing a
 server writes becomes part of a path. Directories are 0700 and files 0600, made
@@ -23,6 +23,7 @@ POSIX only: elsewhere the cache turns itself off.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import hashlib
 import json
@@ -33,12 +34,13 @@ import secrets
 import stat
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from skillward._dirs import user_cache_dir
 from skillward._local import default_local_dirs
+from skillward._tree import CLOEXEC, DIR_FLAGS, NOFOLLOW, NONBLOCK, READ_FLAGS
 from skillward.cache import CacheKey
 from skillward.config import Limits
 from skillward.errors import UsageError, printable
@@ -52,16 +54,10 @@ __all__ = ["DiskCache", "LabelUsage"]
 logger = logging.getLogger("skillward")
 
 _SUPPORTED = sys.platform != "win32" and hasattr(os, "O_NOFOLLOW")
-# getattr: these flags are missing on Windows, where the cache turns itself off.
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-# Opening a planted FIFO must not wait for the other end.
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
-_READ_FLAGS = os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC
-_NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
-_APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | _NOFOLLOW | _NONBLOCK | _CLOEXEC
-_LOCK_FLAGS = os.O_RDWR | os.O_CREAT | _NOFOLLOW | _NONBLOCK | _CLOEXEC
+# The shared flags are 0 where missing (Windows), where the cache turns itself off.
+_NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC
+_APPEND_FLAGS = os.O_RDWR | os.O_APPEND | NOFOLLOW | NONBLOCK | CLOEXEC
+_LOCK_FLAGS = os.O_RDWR | os.O_CREAT | NOFOLLOW | NONBLOCK | CLOEXEC
 # What opening a blob path with O_NOFOLLOW | O_NONBLOCK gives when something else is
 # planted there: a symlink (ELOOP; EMLINK on some BSDs), a socket (ENXIO), a file that
 # is not ours to read (EACCES, EPERM).
@@ -73,6 +69,11 @@ _LOCK = "lock"
 _TMP = ".tmp-"
 _FORMAT = 1
 _MAX_HEADER = 64 * 1024
+_HEADER_CHUNK = 512
+# An index line longer than this was not written by the cache: it is dropped on a trim.
+_MAX_LINE = 64 * 1024
+# The index is trimmed to the blobs present once it passes this, or twice its last trim.
+_INDEX_ROOM = 64 * 1024
 _BLOB_RE = re.compile(r"[0-9a-f]{64}\Z")
 _DIGEST_RE = re.compile(r"sha256:([0-9a-f]{64})\Z")
 # A temporary file this old was left by a writer that died.
@@ -126,12 +127,12 @@ def _open_dir(name: str, parent: int | None, shown: str, *, create: bool) -> int
     """An fd of directory ``name`` (under ``parent``), checked; None if missing."""
     try:
         try:
-            fd = os.open(name, _DIR_FLAGS, dir_fd=parent)
+            fd = os.open(name, DIR_FLAGS, dir_fd=parent)
         except FileNotFoundError:
             if not create:
                 return None
             _mkdir_private(name, parent)
-            fd = os.open(name, _DIR_FLAGS, dir_fd=parent)
+            fd = os.open(name, DIR_FLAGS, dir_fd=parent)
     except OSError as exc:
         raise _Unsafe(f"{shown} cannot be opened as a plain directory ({exc.strerror})") from None
     try:
@@ -175,17 +176,28 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _read_header(label_fd: int) -> str | None:
-    """The identity in the index's first line, or None if there is no sound index."""
+    """The identity in the index's first line, or None if there is no sound index.
+    Reads no further than that line: every get asks."""
     try:
-        fd = os.open(_INDEX, _READ_FLAGS, dir_fd=label_fd)
+        fd = os.open(_INDEX, READ_FLAGS, dir_fd=label_fd)
     except OSError:
         return None
+    head = b""
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        head = os.read(fd, _MAX_HEADER)
+        while b"\n" not in head and len(head) < _MAX_HEADER:
+            chunk = os.read(fd, min(_HEADER_CHUNK, _MAX_HEADER - len(head)))
+            if not chunk:
+                break
+            head += chunk
     finally:
         os.close(fd)
+    return _identity_of(head)
+
+
+def _identity_of(head: bytes) -> str | None:
+    """The identity in the header line that starts ``head``, or None if it is not sound."""
     line, newline, _ = head.partition(b"\n")
     if not newline:
         return None
@@ -197,6 +209,35 @@ def _read_header(label_fd: int) -> str | None:
         return None
     identity = header.get("identity")
     return identity if isinstance(identity, str) else None
+
+
+def _index_lines(label_fd: int, present: Collection[str]) -> tuple[bytes, list[bytes]] | None:
+    """The index's header line and the latest line of each blob in ``present``; None
+    (leave it alone) if the index is not a regular file with a sound header."""
+    try:
+        fd = os.open(_INDEX, READ_FLAGS, dir_fd=label_fd)
+    except OSError:
+        return None
+    lines: dict[str, bytes] = {}
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        header = handle.readline(_MAX_HEADER)
+        if _identity_of(header) is None:
+            return None
+        while line := handle.readline(_MAX_LINE):
+            if not line.endswith(b"\n"):
+                while line and not line.endswith(b"\n"):  # too long or torn: dropped
+                    line = handle.readline(_MAX_LINE)
+                continue
+            try:
+                blob = json.loads(line).get("blob")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(blob, str) and blob in present:
+                lines.pop(blob, None)
+                lines[blob] = line
+    return header, list(lines.values())
 
 
 def _write_new(directory: int, name: str, data: bytes, *, times: float | None = None) -> None:
@@ -266,6 +307,8 @@ class DiskCache:
         # Resolved once: later opens never follow a link swapped into the path.
         self._real_root = os.path.realpath(self.root)
         self._tally: dict[str, int] = {}
+        # Bytes of each label's index after its last trim (see _INDEX_ROOM).
+        self._index_kept: dict[str, int] = {}
         self._warned: set[tuple[str, str]] = set()
         # Keys this cache just served from disk: the host's put after them has nothing to do.
         self._served: set[CacheKey] = set()
@@ -323,6 +366,15 @@ class DiskCache:
             self.purge(label)
         except UsageError as exc:
             logger.warning("cache of %s not purged: %s", label, exc.message)
+
+    def narrow(self, limits: Limits) -> None:
+        """Keep within ``limits`` too: the smaller budget and the shorter age apply."""
+        ages = [a for a in (self.limits.max_cache_age, limits.max_cache_age) if a is not None]
+        self.limits = dataclasses.replace(
+            self.limits,
+            max_cache_bytes=min(self.limits.max_cache_bytes, limits.max_cache_bytes),
+            max_cache_age=min(ages, default=None),
+        )
 
     def isolate_from(self, directory: Path) -> None:
         """Turn caching off if the root is inside ``directory`` or contains it.
@@ -467,7 +519,7 @@ class DiskCache:
 
     def _read_blob(self, blobs_fd: int, name: str, key: CacheKey) -> bytes | None:
         try:
-            fd = os.open(name, _READ_FLAGS, dir_fd=blobs_fd)
+            fd = os.open(name, READ_FLAGS, dir_fd=blobs_fd)
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -528,6 +580,7 @@ class DiskCache:
             header = json.dumps({"format": _FORMAT, "identity": key.identity}) + "\n"
             _write_new(label_fd, _INDEX, header.encode())
             self._tally[key.origin] = 0
+            self._index_kept[key.origin] = len(header)
             return True
 
     def _write_blob(
@@ -546,13 +599,7 @@ class DiskCache:
             self._warn_once(key.origin, f"refused to cache bytes that do not match {shown}")
             return
         _write_new(blobs_fd, name, data, times=self._clock())
-        line = json.dumps({"blob": name, "skill": key.skill, "uri": key.uri}) + "\n"
-        fd = os.open(_INDEX, _APPEND_FLAGS, dir_fd=label_fd)
-        try:
-            if stat.S_ISREG(os.fstat(fd).st_mode):
-                _write_all(fd, line.encode())
-        finally:
-            os.close(fd)
+        self._index_blob(label_fd, blobs_fd, name, key)
         tally = self._tally.get(key.origin)
         if tally is None:
             tally = sum(size for _, _, size, _ in self._blobs(blobs_fd))
@@ -561,6 +608,36 @@ class DiskCache:
         self._tally[key.origin] = tally
         if tally > self.limits.max_cache_bytes:
             self._evict(label_fd, blobs_fd, key.origin, keep=name)
+
+    def _index_blob(self, label_fd: int, blobs_fd: int, name: str, key: CacheKey) -> None:
+        """Record the skill and file a blob was written for. Under the label's lock, so a
+        trim never drops a line being appended; the index is trimmed to the blobs present
+        when it has grown to twice its size at the last trim."""
+        line = (json.dumps({"blob": name, "skill": key.skill, "uri": key.uri}) + "\n").encode()
+        with _flock(label_fd, wait=True):
+            fd = os.open(_INDEX, _APPEND_FLAGS, dir_fd=label_fd)
+            try:
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode):
+                    return
+                if info.st_size and os.pread(fd, 1, info.st_size - 1) != b"\n":
+                    line = b"\n" + line  # after a torn line (a writer died): a line of its own
+                _write_all(fd, line)
+            finally:
+                os.close(fd)
+            if info.st_size + len(line) > max(_INDEX_ROOM, 2 * self._index_kept.get(key.origin, 0)):
+                present = {blob for blob, _, _, _ in self._blobs(blobs_fd)}
+                self._trim_index(label_fd, present, key.origin)
+
+    def _trim_index(self, label_fd: int, present: Collection[str], label: str) -> None:
+        """Rewrite the index with one line per blob still present (the label's lock held)."""
+        kept = _index_lines(label_fd, present)
+        if kept is None:
+            return  # no sound index: its blobs are never tried, and the next write rebinds
+        header, lines = kept
+        data = header + b"".join(lines)
+        _write_new(label_fd, _INDEX, data)
+        self._index_kept[label] = len(data)
 
     def _blobs(self, blobs_fd: int) -> list[tuple[str, float, int, float]]:
         """(name, last use, size, written) of each blob; stale temp files are removed."""
@@ -586,12 +663,15 @@ class DiskCache:
             now = self._clock()
             total = sum(size for _, _, size, _ in blobs)
             target = self.limits.max_cache_bytes * 9 // 10
+            present = {b[0] for b in blobs}
             for name, _, size, written in sorted(blobs, key=lambda b: (b[1], b[0])):
                 expired = max_age is not None and now - written > max_age
                 if name != keep and (expired or total > target):
                     _discard(name, blobs_fd)
+                    present.discard(name)
                     total -= size
             self._tally[label] = total
+            self._trim_index(label_fd, present, label)
 
     def _purge_label(self, root: int, label: str) -> tuple[int, int]:
         files = size = 0
@@ -616,6 +696,7 @@ class DiskCache:
         with contextlib.suppress(OSError):
             os.rmdir(label, dir_fd=root)
         self._tally.pop(label, None)
+        self._index_kept.pop(label, None)
         # forget() runs in a worker thread: copy before filtering (list() holds the GIL).
         self._served.difference_update([k for k in list(self._served) if k.origin == label])
         return files, size

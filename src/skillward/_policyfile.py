@@ -16,6 +16,8 @@ A policy is read leniently where that is safe and strictly where it is not:
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 import tomllib
 import types
@@ -353,22 +355,49 @@ def _locate(text: str) -> dict[Path_, int]:
     return found
 
 
-def _entry_line(text: str, start: int | None, value: object) -> int | None:
-    """The line of a list entry: the first line from the key's on that holds it."""
-    if start is None or isinstance(value, list | dict):
-        return start
-    if isinstance(value, str):
-        needle = re.compile(re.escape(f'"{value}"') + "|" + re.escape(f"'{value}'"))
-    else:
-        shown = str(value).lower() if isinstance(value, bool) else str(value)
-        needle = re.compile(r"(?<![\w.])" + re.escape(shown) + r"(?![\w.])")
-    lines = text.splitlines()
-    for number in range(start, min(len(lines), start + 10_000) + 1):
-        if needle.search(lines[number - 1]):
-            return number
-        if number > start and lines[number - 1].lstrip().startswith(("[", "]")):
-            break
-    return start
+# One TOML token: a string (multi-line first), a comment, punctuation, a bare value, space.
+_TOKEN = re.compile(
+    r'"""(?:[^\\]|\\.)*?"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\''
+    r"|#[^\n]*|[\[\]{},]|[^\s\[\]{},#\"']+|\s+",
+    re.DOTALL,
+)
+
+
+def _element_offsets(text: str, start: int, key: str) -> list[int] | None:
+    """Where each element of the array assigned to ``key`` at offset ``start`` begins.
+
+    One pass over the array's tokens, so a long list costs no more than its text. None
+    if ``start`` does not assign ``key`` an array.
+    """
+    assign = _ASSIGN.match(text, start)
+    if assign is None or _key_path(assign.group(1))[-1:] != (key,):
+        return None
+    pos, depth, expecting = assign.end(), 0, False
+    found: list[int] = []
+    while (token := _TOKEN.match(text, pos)) is not None:
+        at, pos = pos, token.end()
+        first = text[at]
+        if first.isspace() or first == "#":
+            continue
+        if depth == 0:
+            if first != "[":
+                return None
+            depth, expecting = 1, True
+            continue
+        if depth == 1:
+            if first == "]":
+                return found
+            if first == ",":
+                expecting = True
+                continue
+            if expecting:
+                found.append(at)
+                expecting = False
+        if first in "[{":
+            depth += 1
+        elif first in "]}":
+            depth -= 1
+    return None
 
 
 # --- reading --------------------------------------------------------------------------------
@@ -409,6 +438,22 @@ class _Reader:
         self.text = text
         self.lines = _locate(text) if text is not None else {}
         self.problems: list[PolicyProblem] = []
+        # The offset each line starts at (line 1 at index 0), counted as _locate counts.
+        self._starts: list[int] | None = None
+
+    def entry_lines(self, path: Path_, count: int) -> list[int | None]:
+        """The line of each of the ``count`` entries of the list at ``path``; the key's
+        line for any that cannot be told apart."""
+        start = self.lines.get(path)
+        if start is None or self.text is None:
+            return [self.line(*path)] * count
+        if self._starts is None:
+            lengths = (len(line) for line in self.text.splitlines(keepends=True))
+            self._starts = list(itertools.accumulate(lengths, initial=0))
+        offsets = _element_offsets(self.text, self._starts[start - 1], str(path[-1]))
+        if offsets is None or len(offsets) != count:
+            return [start] * count
+        return [bisect.bisect_right(self._starts, offset) for offset in offsets]
 
     def line(self, *path: str | int) -> int | None:
         return _nearest(self.lines, path)
@@ -473,8 +518,9 @@ class _Reader:
                 )
                 return
             kept: list[object] = []
+            lines = self.entry_lines(path, len(raw))
             for index, entry in enumerate(raw):
-                line = _entry_line(self.text or "", self.line(*path), entry)
+                line = lines[index]
                 try:
                     kept.append(_adapter(item).validate_python(entry))
                 except ValidationError as error:

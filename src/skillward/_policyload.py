@@ -36,6 +36,14 @@ from skillward._policyfile import (
     parse_policy,
     parse_policy_data,
 )
+from skillward._tree import (
+    DIR_FLAGS,
+    READ_FLAGS,
+    FileTooLarge,
+    NotRegularFile,
+    read_open_file,
+    read_regular_file,
+)
 from skillward.config import Limits
 from skillward.policy import EffectivePolicy, Lockdown, PolicyLayer
 
@@ -47,11 +55,6 @@ logger = logging.getLogger("skillward")
 HOST_SOURCE = "host code"
 
 _POSIX = sys.platform != "win32"
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
-_FILE_FLAGS = os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC
 _FIX = "Make it owned by root and writable only by root: chown root PATH; chmod go-w PATH."
 
 
@@ -101,14 +104,24 @@ def _open(path: Path, flags: int, parent: int | None, owner: int, what: str) -> 
     return fd
 
 
-def _read(fd: int, path: Path, limit: int) -> str:
+def _read(path: Path, limit: int, fd: int | None = None) -> str | None:
+    """A policy file's text: from ``fd`` (open, and checked), or else from ``path``,
+    following links; None if there is no file there."""
     try:
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read(limit + 1)
+        if fd is not None:
+            data = read_open_file(fd, limit, path)
+        else:
+            data = read_regular_file(path, limit, follow_symlinks=True)
+    except FileNotFoundError:
+        return None
+    except FileTooLarge:
+        hint = "A policy file is small; check it."
+        raise _Unsafe(path, f"is larger than {limit} bytes", hint) from None
+    except NotRegularFile:
+        raise _Unsafe(path, "is not a regular file", "Fix or remove it.") from None
     except OSError as error:
-        raise _Unsafe(path, f"cannot be read ({error.strerror})", "Make it readable.") from None
-    if len(data) > limit:
-        raise _Unsafe(path, f"is larger than {limit} bytes", "A policy file is small; check it.")
+        hint = "Make it readable." if fd is not None else "Fix or remove it."
+        raise _Unsafe(path, f"cannot be read ({error.strerror})", hint) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -133,26 +146,26 @@ def _checked(parsed: ParsedPolicy) -> ParsedPolicy:
 def _admin_layers(directory: Path, owner: int, limit: int) -> list[PolicyLayer]:
     if not _POSIX:
         return _plain_layers(directory, limit)
-    top = _open(directory, _DIR_FLAGS, None, owner, "directory")
+    top = _open(directory, DIR_FLAGS, None, owner, "directory")
     if top is None:
         return []
     layers: list[PolicyLayer] = []
     try:
-        main = _open(directory / "policy.toml", _FILE_FLAGS, top, owner, "regular file")
+        path = directory / "policy.toml"
+        main = _open(path, READ_FLAGS, top, owner, "regular file")
         if main is not None:
-            path = directory / "policy.toml"
-            layers.append(PolicyLayer("admin", _parsed(_read(main, path, limit), path)))
+            layers.append(_admin_layer(path, limit, main))
         drop_ins = directory / "policy.d"
-        sub = _open(drop_ins, _DIR_FLAGS, top, owner, "directory")
+        sub = _open(drop_ins, DIR_FLAGS, top, owner, "directory")
         if sub is None:
             return layers
         try:
             names = sorted(n for n in os.listdir(sub) if n.endswith(".toml") and n[0] != ".")
             for name in names:
                 path = drop_ins / name
-                fd = _open(path, _FILE_FLAGS, sub, owner, "regular file")
+                fd = _open(path, READ_FLAGS, sub, owner, "regular file")
                 if fd is not None:
-                    layers.append(PolicyLayer("admin", _parsed(_read(fd, path, limit), path)))
+                    layers.append(_admin_layer(path, limit, fd))
         finally:
             os.close(sub)
     finally:
@@ -160,30 +173,22 @@ def _admin_layers(directory: Path, owner: int, limit: int) -> list[PolicyLayer]:
     return layers
 
 
+def _admin_layer(path: Path, limit: int, fd: int) -> PolicyLayer:
+    text = _read(path, limit, fd)
+    assert text is not None  # read from an open descriptor: it exists
+    return PolicyLayer("admin", _parsed(text, path))
+
+
 def _plain_layers(directory: Path, limit: int) -> list[PolicyLayer]:
     """Windows: no owner or mode checks (ACLs are not read; see docs/admin-guide.md)."""
     paths = [directory / "policy.toml", *sorted((directory / "policy.d").glob("*.toml"))]
-    texts = [(path, _read_path(path, limit)) for path in paths]
+    texts = [(path, _read(path, limit)) for path in paths]
     return [PolicyLayer("admin", _parsed(text, path)) for path, text in texts if text is not None]
-
-
-def _read_path(path: Path, limit: int) -> str | None:
-    """A policy file's text, following links; None if there is no file there."""
-    try:
-        fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC)
-    except FileNotFoundError:
-        return None
-    except OSError as error:
-        raise _Unsafe(path, f"cannot be read ({error.strerror})", "Fix or remove it.") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise _Unsafe(path, "is not a regular file", "Fix or remove it.")
-    return _read(fd, path, limit)
 
 
 def _user_layer(path: Path, limit: int) -> PolicyLayer | None:
     # A user's file may be a link (dotfile managers make them): it can only narrow.
-    text = _read_path(path, limit)
+    text = _read(path, limit)
     return PolicyLayer("user", _parsed(text, path)) if text is not None else None
 
 
@@ -191,7 +196,7 @@ def read_policy_file(path: Path) -> ParsedPolicy:
     """Read one policy file as ``skillward policy check`` does: no ownership checks.
     A file that is missing or cannot be read comes back with a fatal problem."""
     try:
-        text = _read_path(path, Limits().max_policy_bytes)
+        text = _read(path, Limits().max_policy_bytes)
     except _Unsafe as unsafe:
         text, reason = None, unsafe.lockdown.reason
     else:

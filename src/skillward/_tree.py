@@ -1,4 +1,5 @@
-"""Bounded, symlink-free walks of skill directories on the local filesystem.
+"""Bounded, symlink-free walks of skill directories on the local filesystem, and the
+one bounded reader of regular files (with the open flags every module shares).
 
 Used by the reference server to build its catalog and by the host to discover
 local skills. Symlinks are never followed (so nothing outside the walked tree
@@ -16,13 +17,31 @@ from pathlib import Path
 from skillward.uris import SKILL_FILE
 
 __all__ = [
+    "CLOEXEC",
+    "DIR_FLAGS",
+    "NOFOLLOW",
+    "NONBLOCK",
+    "READ_FLAGS",
     "SKIPPED_DIRS",
+    "FileTooLarge",
+    "NotRegularFile",
     "TreeLimits",
     "encode_segment",
     "find_skill_dirs",
+    "read_open_file",
     "read_regular_file",
     "walk_files",
 ]
+
+# getattr: each is missing on some platform (Windows), where it is then no flag at all.
+CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+# Opening a planted FIFO must not wait for a writer; it is then refused as not a file.
+NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+#: A directory to list or to open names under, never through a symlink.
+DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | NOFOLLOW | CLOEXEC
+#: A file to read, never through a symlink at its last component.
+READ_FLAGS = os.O_RDONLY | NOFOLLOW | NONBLOCK | CLOEXEC
 
 SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -61,21 +80,37 @@ def encode_segment(name: str) -> str:
     return "".join(out)
 
 
-def read_regular_file(path: Path, max_bytes: int) -> bytes:
-    """Read a regular file without following a symlink at its last component.
+class NotRegularFile(OSError):
+    """A path that had to be a regular file is something else (a FIFO, a directory)."""
 
-    Refuses (OSError) anything but a regular file, and more than ``max_bytes``, reading
-    at most one byte past the cap.
+
+class FileTooLarge(OSError):
+    """A file holds more than the bytes allowed."""
+
+
+def read_regular_file(
+    path: Path, max_bytes: int, *, follow_symlinks: bool = False, cut: bool = False
+) -> bytes:
+    """Read a regular file, without following a symlink at its last component unless
+    ``follow_symlinks``.
+
+    Refuses (OSError) anything but a regular file (:class:`NotRegularFile`), and more
+    than ``max_bytes`` (:class:`FileTooLarge`), reading at most one byte past the cap;
+    ``cut`` reads the first ``max_bytes`` and leaves the rest instead.
     """
-    # O_NONBLOCK: opening a FIFO must not wait for a writer; it is then refused below.
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
+    flags = READ_FLAGS & ~NOFOLLOW if follow_symlinks else READ_FLAGS
+    return read_open_file(os.open(path, flags), max_bytes, path, cut=cut)
+
+
+def read_open_file(fd: int, max_bytes: int, shown: object, *, cut: bool = False) -> bytes:
+    """:func:`read_regular_file` for a descriptor already open (and checked); closes it.
+    ``shown`` names the file in errors."""
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise OSError(f"{path} is not a regular file")
-        data = handle.read(max_bytes + 1)
+            raise NotRegularFile(f"{shown} is not a regular file")
+        data = handle.read(max_bytes if cut else max_bytes + 1)
     if len(data) > max_bytes:
-        raise OSError(f"{path} is larger than {max_bytes} bytes")
+        raise FileTooLarge(f"{shown} is larger than {max_bytes} bytes")
     return data
 
 

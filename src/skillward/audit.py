@@ -16,17 +16,19 @@ holds skill content: no description, body, file bytes or frontmatter values.
 The file is a record for people, not a defence: anything that can write files as
 the user can change it. It is opened without following symlinks, appended one
 line per write, and rotated at ``Limits.max_audit_bytes`` (the previous file is
-kept as ``audit.jsonl.1``). A file that cannot be written never stops a host: it
-is reported once, and the logging record is still made.
+kept as ``audit.jsonl.1``). Writers, in threads or processes, take the file's
+lock before they rotate or append (waiting a moment at most): so several rotating
+at once rotate once, and no event is lost. A file that cannot be written never stops
+a host: it is reported once, and the logging record is still made.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import re
 import stat
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -36,8 +38,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from skillward._tree import CLOEXEC, NOFOLLOW, NONBLOCK, read_regular_file
 from skillward.config import Limits
 from skillward.errors import UsageError, printable
+
+if sys.platform != "win32":
+    import fcntl
 
 __all__ = [
     "AuditEvent",
@@ -65,8 +71,13 @@ Outcome = Literal["approved", "denied", "revoked", "granted", "allowed", "failed
 #: What a gate or grant event is about.
 GateKind = Literal["activation", "allowed_tools", "execution", "cross_origin"]
 
-_OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | NOFOLLOW | NONBLOCK | CLOEXEC
+# Seconds a writer waits for another to release the file's lock, polling; then it
+# appends without rotating (a file someone holds locked must not hang a host).
+_LOCK_WAIT = 1.0
+_LOCK_POLL = 0.001
+# Files a writer opens again when others rotated the one it had, before it writes anyway.
+_REOPENS = 8
 # Free-text fields are bounded: they hold labels, URIs and skillward's words only.
 _TEXT_LIMIT = 2048
 
@@ -182,19 +193,7 @@ class AuditTrail:
         with self._lock:
             try:
                 path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-                fd = _open_for_append(path)
-                try:
-                    size = os.fstat(fd).st_size
-                    if size and size + len(line) > self.max_bytes:
-                        os.close(fd)
-                        fd = -1
-                        os.replace(path, rotated(path))
-                        fd = _open_for_append(path)
-                    # One write per line: with O_APPEND, concurrent hosts never interleave.
-                    os.write(fd, line)
-                finally:
-                    if fd >= 0:
-                        os.close(fd)
+                self._write(path, line)
             except OSError as error:
                 reason = f"{path}: {error.strerror or error}"
                 if self._failed != reason:
@@ -204,6 +203,56 @@ class AuditTrail:
                         "skillward.audit logger",
                         printable(reason, limit=500),
                     )
+
+    def _write(self, path: Path, line: bytes) -> None:
+        """Append ``line`` to the file at ``path``, rotating it first if it would pass
+        the cap. Rotation and the write happen under the file's lock, and only if it is
+        still the file at ``path``; one another writer rotated away is opened again. So
+        a rotation never moves or replaces a file another writer is about to write."""
+        for attempt in range(_REOPENS + 1):
+            fd = _open_for_append(path)
+            try:
+                locked = _lock(fd)
+                if locked and attempt < _REOPENS:
+                    if not _is_current(fd, path):
+                        continue  # rotated while we waited: write to the new file
+                    size = os.fstat(fd).st_size
+                    if size and size + len(line) > self.max_bytes:
+                        os.replace(path, rotated(path))
+                        continue
+                # One write per line: with O_APPEND, concurrent hosts never interleave.
+                os.write(fd, line)
+                return
+            finally:
+                os.close(fd)  # releases the lock
+
+
+def _lock(fd: int) -> bool:
+    """Take the file's lock (held until ``fd`` is closed), waiting ``_LOCK_WAIT`` at most
+    for another writer; False if it stays busy. Windows has no such lock: writers there
+    rotate without it."""
+    if sys.platform == "win32":
+        return True
+    deadline = time.monotonic() + _LOCK_WAIT
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(_LOCK_POLL)
+        else:
+            return True
+
+
+def _is_current(fd: int, path: Path) -> bool:
+    """Whether ``fd`` is still the file at ``path`` (no writer rotated it away)."""
+    try:
+        on_disk = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    ours = os.fstat(fd)
+    return (on_disk.st_dev, on_disk.st_ino) == (ours.st_dev, ours.st_ino)
 
 
 def _open_for_append(path: Path) -> int:
@@ -228,20 +277,13 @@ class AuditLog:
     skipped: int = 0
 
 
-def _read_bounded(path: Path, limit: int) -> bytes:
-    try:
-        fd = os.open(path, _READ_FLAGS)
-    except FileNotFoundError:
-        return b""
-    with contextlib.closing(os.fdopen(fd, "rb")) as file:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path} is not a regular file")
-        return file.read(limit)
-
-
 def _lines(path: Path, limit: int) -> Iterator[bytes]:
     for source in (rotated(path), path):
-        yield from _read_bounded(source, limit).split(b"\n")
+        try:
+            data = read_regular_file(source, limit, cut=True)
+        except FileNotFoundError:
+            continue
+        yield from data.split(b"\n")
 
 
 def read_events(

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from skillward.config import Limits
+
 __all__ = ["CacheKey", "ContentCache", "NoCache"]
 
 
@@ -53,6 +55,12 @@ class ContentCache(Protocol):
         """``directory`` is a skill discovery path: keep nothing inside it or around it."""
         ...
 
+    def narrow(self, limits: Limits) -> None:
+        """Keep within ``limits`` too: the smaller ``max_cache_bytes`` and the shorter
+        ``max_cache_age`` of these and the cache's own apply (the host passes its limits,
+        the policy's applied)."""
+        ...
+
 
 class NoCache:
     """The default: nothing is kept, every read goes to the server."""
@@ -67,4 +75,7 @@ class NoCache:
         return None
 
     def isolate_from(self, directory: Path) -> None:
+        return None
+
+    def narrow(self, limits: Limits) -> None:
         return None

@@ -570,10 +570,9 @@ async def _with_host(
     audit = _audit()
     policy = _load_policy(terminal, args)
     approver = _CommandLineApprover(terminal, getattr(args, "approve_once", False), audit, policy)
-    config = HostConfig(limits=policy.limits(_limits(args)), local_dirs=_local_dirs(args))
-    cache: ContentCache = NoCache()
-    if not args.no_cache and policy.cache_allowed():
-        cache = DiskCache(limits=config.limits)
+    config = HostConfig(limits=_limits(args), local_dirs=_local_dirs(args))
+    # The host applies the policy's limits to both, and drops a cache the policy turns off.
+    cache: ContentCache = NoCache() if args.no_cache else DiskCache(limits=config.limits)
     specs = _server_specs(args, terminal)
     logs.watch(specs)
     # Servers that failed to connect, and why: `list` shows them, other commands blame them.
@@ -815,7 +814,6 @@ async def _approve(
     host: SkillHost, approver: _CommandLineApprover, args: argparse.Namespace, terminal: Terminal
 ) -> int:
     request = await host.approval_request(args.ref)
-    host.policy.check_activation(request)
     book = approver.book
     qualified = host.registry.qualified_ref(request.record)
     scope = Scope(args.scope)

@@ -65,6 +65,7 @@ from skillward._local import (
 from skillward.approvals import (
     ActivationRequest,
     Answer,
+    ApprovalBook,
     Approver,
     Decision,
     DenyAll,
@@ -129,7 +130,7 @@ from skillward.gates import (
     ExecutionRequest,
 )
 from skillward.origins import Origin, SkillKey
-from skillward.policy import GrantKind, GrantMode, NoPolicy, Policy
+from skillward.policy import EffectivePolicy, GrantKind, GrantMode, NoPolicy, Policy
 from skillward.registry import Collision, Declined, Registry, SkillRecord, parse_reference
 from skillward.servers import ServerSpec, check_label
 from skillward.uris import ResourceUri, parse_uri, resolve_reference
@@ -256,6 +257,8 @@ class Activation:
     #: those the person granted for this skill under its current content (empty by
     #: default); for a local skill, its ``allowed-tools`` unchanged (the host's rules).
     granted_tools: tuple[str, ...] = ()
+    #: ``approvals.content_hash`` of the pinned entry, computed once for the audit trail.
+    content_hash: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,6 +347,21 @@ def _async_seam(seam: _Seam, name: str) -> _Seam:
     return seam
 
 
+def _check_rules(policy: Policy, approver: Approver | None) -> None:
+    """Refuse a book built without the policy's rules: it would remember longer, and
+    honour older records, than the policy allows, without a word."""
+    if not isinstance(policy, EffectivePolicy) or not isinstance(approver, ApprovalBook):
+        return  # a host's own policy or approver applies its own rules
+    if approver.rules.version != policy.version:
+        raise ConfigError(
+            "the ApprovalBook was not built with this policy's approval rules, so "
+            "approvals.persist, approvals.max_age_days, keyring.require_recommended and "
+            "lockdown would not apply to it; pass rules=policy.approval_rules(store)",
+            hint="Build the book with ApprovalBook(prompter, store=store, "
+            "rules=policy.approval_rules(store)) from the policy given to the host.",
+        )
+
+
 def _decision(answer: object, who: object) -> Decision:
     """A seam's answer, which must be a Decision: anything else is a bug, not a denial."""
     if not isinstance(answer, Decision):
@@ -408,8 +426,10 @@ class SkillHost:
     ) -> None:
         self.policy: Policy = policy or NoPolicy()
         config = config or HostConfig()
-        # The policy's limits replace the host's; a cache the policy turns off keeps nothing.
+        # The policy's limits apply to the host's, and reach the cache below; a cache the
+        # policy turns off keeps nothing.
         self.config = dataclasses.replace(config, limits=self.policy.limits(config.limits))
+        _check_rules(self.policy, approver)
         self.approver: Approver = _async_seam(approver or DenyAll(), "approver")
         self.cross_origin: CrossOriginGate = _async_seam(
             cross_origin or DenyCrossOrigin(), "cross_origin"
@@ -420,6 +440,7 @@ class SkillHost:
         self.audit = audit or AuditTrail(limits=self.config.limits)
         if not self.policy.cache_allowed():
             self.cache = NoCache()
+        self.cache.narrow(self.config.limits)
         self.registry = Registry()
         self.notes: list[str] = []
         self._sink = sink
@@ -825,8 +846,14 @@ class SkillHost:
     # --- activation (read_skill) -----------------------------------------------------
 
     async def approval_request(self, reference: str) -> ActivationRequest:
-        """What the approver is asked when ``reference`` is activated. Fetches nothing."""
-        return self._approval_request(await self.lookup(reference))
+        """What the approver is asked when ``reference`` is activated. Fetches nothing.
+
+        Raises PolicyDenied (and records it) if the policy refuses the skill: there is
+        nothing to review then.
+        """
+        request = self._approval_request(await self.lookup(reference))
+        self._check_policy(request)
+        return request
 
     def _approval_request(self, record: SkillRecord) -> ActivationRequest:
         identity = None
@@ -840,7 +867,7 @@ class SkillHost:
         )
 
         async def view() -> str:
-            return await self.view_skill_md(record)
+            return await self._view_skill_md(record)
 
         return ActivationRequest(
             record,
@@ -854,8 +881,13 @@ class SkillHost:
     async def view_skill_md(self, record: SkillRecord) -> str:
         """SKILL.md, verified against the entry, for the person deciding on an approval.
 
-        Never handed to the sink or the model, and it opens no acting window.
+        Never handed to the sink or the model, and it opens no acting window. Raises
+        PolicyDenied, fetching nothing, if the policy refuses the skill.
         """
+        self._check_policy(self._approval_request(record))
+        return await self._view_skill_md(record)
+
+    async def _view_skill_md(self, record: SkillRecord) -> str:
         if not record.origin.is_mcp:
             assert record.directory is not None
             data, _ = read_skill_md(
@@ -882,17 +914,7 @@ class SkillHost:
         self._check_dynamic(record)
         request = self._approval_request(record)
         # Policy first: no approval overrides what an administrator forbids.
-        try:
-            self.policy.check_activation(request)
-        except PolicyDenied:
-            self._record(
-                "policy_denial",
-                "denied",
-                record,
-                reason="the administrator's policy does not allow this skill",
-                gate="activation",
-            )
-            raise
+        self._check_policy(request)
         pin = self.policy.pin_for(request)
         if pin is not None:
             # An administrator reviewed exactly this content from this server: no prompt.
@@ -929,6 +951,21 @@ class SkillHost:
         self._emit(activation.block)
         logger.info("activated %s:%s", record.origin.label, record.key.locator)
         return activation
+
+    def _check_policy(self, request: ActivationRequest) -> None:
+        """The policy's word on loading, reviewing or reading from ``request``'s skill:
+        a refusal is recorded, then raised."""
+        try:
+            self.policy.check_activation(request)
+        except PolicyDenied:
+            self._record(
+                "policy_denial",
+                "denied",
+                request.record,
+                reason="the administrator's policy does not allow this skill",
+                gate="activation",
+            )
+            raise
 
     async def _consent(self, request: ActivationRequest) -> Answer:
         """The approver's answer: with the grants it holds, if it is :class:`Granting`."""
@@ -1009,21 +1046,27 @@ class SkillHost:
         *,
         reason: str,
         entry: SkillEntry | None = None,
+        activation: Activation | None = None,
         gate: GateKind | None = None,
         tool: str | None = None,
         resource_uri: str | None = None,
         scope: str | None = None,
     ) -> None:
-        """One audit event about ``record`` (``entry``: the pinned entry, if not its own)."""
-        entry = entry or record.entry
+        """One audit event about ``record`` (``entry``: the pinned entry, if not its own;
+        ``activation``: the activation whose pinned entry and hash to record)."""
         label = record.origin.label
+        if activation is not None and activation.entry is not None:
+            digest = activation.content_hash
+        else:
+            entry = entry or record.entry
+            digest = content_hash(entry) if entry is not None else None
         self.audit.record(
             event,
             decision,
             label=label,
             identity=self._identity(label) if record.origin.is_mcp else None,
             skill_uri=record.key.locator,
-            content_hash=content_hash(entry) if entry is not None else None,
+            content_hash=digest,
             reason=reason,
             gate=gate,
             tool=tool,
@@ -1062,7 +1105,7 @@ class SkillHost:
             verified=not entry.is_dynamic,
             unverifiable=entry.is_dynamic,
         )
-        return Activation(record, block, entry)
+        return Activation(record, block, entry, content_hash=content_hash(entry))
 
     def _check_dynamic(self, record: SkillRecord) -> None:
         if record.entry is None or not record.entry.is_dynamic:
@@ -1286,7 +1329,7 @@ class SkillHost:
             raise self._unlisted(record, entry, uri)
         if activation is None:
             # What the policy refuses to load, it refuses to read from too.
-            self.policy.check_activation(self._approval_request(record))
+            self._check_policy(self._approval_request(record))
             # Not a file of an active skill: the same origin binding as read_resource.
             await self._check_cross_origin(record.origin.label, uri)
         return await self._read_skill_file(record, entry, uri)
@@ -1553,7 +1596,7 @@ class SkillHost:
                 event,
                 decision,
                 record,
-                entry=activation.entry,
+                activation=activation,
                 reason=reason,
                 gate="execution",
                 tool=tool,

@@ -10,7 +10,8 @@ nothing, and the approver and gates still apply. :class:`EffectivePolicy` is wha
 then the user's, then what the host passes in code). Each later layer only narrows:
 
 * ``allow`` lists apply together (a name must pass every one); a later list that
-  names something an earlier one does not is ignored, with a warning;
+  names something an earlier one does not still applies (its other entries narrow),
+  and the wider entry is named in a warning;
 * ``deny`` lists and ``deny_digests`` merge from every layer, and deny beats allow;
 * a later scalar looser than an earlier one is ignored, with a warning;
 * pins come from the administrator and host code only.
@@ -293,9 +294,7 @@ def _merge(layers: Sequence[PolicyLayer]) -> _Merged:
         def where(*path: str | int, parsed: ParsedPolicy = parsed) -> Source:
             return Source(parsed.source, parsed.line(*path))
 
-        def ignore(
-            path: tuple[str | int, ...], message: str, parsed: ParsedPolicy = parsed
-        ) -> None:
+        def warn(path: tuple[str | int, ...], message: str, parsed: ParsedPolicy = parsed) -> None:
             merged.problems.append(PolicyProblem(parsed.source, parsed.line(*path), message))
 
         if contact is not None and merged.contact is None:
@@ -315,13 +314,14 @@ def _merge(layers: Sequence[PolicyLayer]) -> _Merged:
                     earlier = merged.allows.setdefault(key, [])
                     wider = _uncovered(table_name, entries, earlier)
                     if wider is not None:
+                        # Kept all the same: lists apply together, so the entry widens
+                        # nothing, and the list's other entries still narrow.
                         entry, narrower = wider
-                        ignore(
+                        warn(
                             (table_name, name),
-                            f"{key} is ignored: it would allow {entry!r}, which "
-                            f"{key} in {narrower.source} does not",
+                            f"{key} names {entry!r}, which {key} in {narrower.source} does "
+                            "not allow: it is not allowed, and the rest of this list applies",
                         )
-                        continue
                     earlier.append(_AllowList(key, where(table_name, name), contact, entries))
                 elif name in _LISTS:
                     merged.denies.setdefault(key, []).extend(
@@ -331,7 +331,7 @@ def _merge(layers: Sequence[PolicyLayer]) -> _Merged:
                 else:
                     held = merged.scalars.get(key)
                     if held is not None and _rank(key, value) < _rank(key, held.value):
-                        ignore(
+                        warn(
                             (table_name, name),
                             f"{key} = {value!r} is ignored: it is looser than "
                             f"{held.value!r} set in {held.source}",
@@ -340,7 +340,7 @@ def _merge(layers: Sequence[PolicyLayer]) -> _Merged:
                     if held is None or _rank(key, value) > _rank(key, held.value):
                         merged.scalars[key] = Setting(key, value, where(table_name, name), contact)
         if document.pins and layer.kind == "user":
-            ignore(
+            warn(
                 ("pins", 0),
                 "pins in a user policy file are ignored: only the administrator's files and "
                 "the host's code may pre-approve skills",
@@ -476,8 +476,8 @@ class EffectivePolicy:
 
     def pin_for(self, request: ActivationRequest) -> Pin | None:
         entry = request.record.entry
-        if self.lockdown is not None or entry is None or entry.is_dynamic:
-            return None
+        if not self._pins or self.lockdown is not None or entry is None or entry.is_dynamic:
+            return None  # before content_hash: it is not free, and most policies pin nothing
         if request.identity is None or not request.record.origin.is_mcp:
             return None
         names = server_names(request.record.origin.label, request.identity)
@@ -497,7 +497,8 @@ class EffectivePolicy:
             changes["max_resource_bytes"] = min(base.max_resource_bytes, most.value)
         budget = self._scalars.get("limits.cache_budget_mib")
         if budget is not None and isinstance(budget.value, int) and budget.value > 0:
-            changes["max_cache_bytes"] = budget.value * _MIB
+            # A budget only narrows; the skill bound above replaces (admin-guide.md).
+            changes["max_cache_bytes"] = min(base.max_cache_bytes, budget.value * _MIB)
         return dataclasses.replace(base, **changes) if changes else base
 
     def cache_allowed(self) -> bool:

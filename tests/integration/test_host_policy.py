@@ -9,16 +9,20 @@ import anyio
 import pytest
 
 from skillward._diskcache import DiskCache
-from skillward.approvals import DenyAll, content_hash
+from skillward._store import FileApprovalStore
+from skillward.approvals import ApprovalBook, DenyAll, content_hash
+from skillward.audit import AuditTrail, read_events
 from skillward.cache import NoCache
 from skillward.config import Limits
-from skillward.errors import ApprovalDenied, PolicyDenied
+from skillward.errors import ApprovalDenied, ConfigError, PolicyDenied
 from skillward.host import HostConfig, SkillHost
 from skillward.policy import EffectivePolicy, Policy
 from skillward.server import build_skills_server
 from skillward.servers import InMemoryTransport, ServerSpec
+from tests.support.approvals import Scripted
 from tests.support.doubles import Approving
 from tests.support.hostile import HostileState, build_hostile_server, build_hostile_tree
+from tests.support.keys import MemoryKeys
 from tests.support.policies import PolicyDirs
 from tests.support.trees import skill_md, write
 
@@ -150,6 +154,68 @@ async def test_a_cache_the_policy_turns_off_keeps_nothing(
             await host.activate("good")
             await host.read_file("good", "ref/guide.md")
     assert not (tmp_path / "cache").exists()
+
+
+async def test_the_policys_cache_budget_reaches_a_disk_cache_the_host_is_given(
+    dirs: PolicyDirs, tmp_path: Path
+) -> None:
+    dirs.admin("version = 1\n[limits]\ncache_budget_mib = 1\n")
+    cache = DiskCache(tmp_path / "cache", discovery=())
+    assert cache.limits.max_cache_bytes == Limits().max_cache_bytes
+    SkillHost(approver=Approving(), policy=dirs.load(), cache=cache)
+    assert cache.limits.max_cache_bytes == 1024 * 1024
+    # The host's own limits narrow it too: the smaller budget, the shorter age.
+    config = HostConfig(limits=Limits(max_cache_bytes=4096, max_cache_age=60.0))
+    SkillHost(config=config, approver=Approving(), policy=dirs.load(), cache=cache)
+    assert (cache.limits.max_cache_bytes, cache.limits.max_cache_age) == (4096, 60.0)
+    # ...and never widen what the cache was given.
+    SkillHost(approver=Approving(), cache=cache)
+    assert (cache.limits.max_cache_bytes, cache.limits.max_cache_age) == (4096, 60.0)
+
+
+@pytest.mark.threat("T40")
+async def test_an_approval_book_without_the_policys_rules_is_refused(
+    dirs: PolicyDirs, tmp_path: Path
+) -> None:
+    dirs.admin('version = 1\n[approvals]\npersist = "once"\nmax_age_days = 1\n')
+    policy = dirs.load()
+    store = FileApprovalStore(tmp_path / "approvals.json", keys=MemoryKeys())
+    with pytest.raises(ConfigError, match=r"rules=policy\.approval_rules\(store\)"):
+        SkillHost(approver=ApprovalBook(Scripted(), store=store), policy=policy)
+    other = dirs.load(host={"version": 1, "grants": {"execution": "never"}})
+    book = ApprovalBook(Scripted(), store=store, rules=other.approval_rules(store))
+    with pytest.raises(ConfigError):
+        SkillHost(approver=book, policy=policy)
+    book = ApprovalBook(Scripted(), store=store, rules=policy.approval_rules(store))
+    SkillHost(approver=book, policy=policy)
+    SkillHost(approver=ApprovalBook(Scripted(), store=store))  # no policy: nothing to apply
+
+
+@pytest.mark.threat("T40")
+async def test_a_denied_skill_cannot_be_reviewed_and_nothing_of_it_is_fetched(
+    dirs: PolicyDirs, hostile: tuple[ServerSpec, HostileState], tmp_path: Path
+) -> None:
+    spec, state = hostile
+    dirs.admin('version = 1\n[skills]\ndeny = ["skill://good/**"]\n')
+    audit = AuditTrail(tmp_path / "audit.jsonl")
+    with anyio.fail_after(30):
+        async with SkillHost(approver=Approving(), policy=dirs.load(), audit=audit) as host:
+            await host.connect(spec)
+            with pytest.raises(PolicyDenied):
+                await host.approval_request("good")
+            with pytest.raises(PolicyDenied):
+                await host.view_skill_md(host.resolve("good"))
+            with pytest.raises(PolicyDenied):
+                await host.read_file("good", "ref/guide.md")
+            request = await host.approval_request("rotating")  # not denied
+            assert request.viewer is not None
+            await request.viewer()
+    assert not [uri for uri in reads(state) if uri is not None and "//good/" in uri]
+    denials = [
+        e for e in read_events(tmp_path / "audit.jsonl").events if e.event == "policy_denial"
+    ]
+    assert [e.skill_uri for e in denials] == ["skill://good/SKILL.md"] * 3
+    assert all(e.identity is not None and e.content_hash is not None for e in denials)
 
 
 # --- pins ---------------------------------------------------------------------------------

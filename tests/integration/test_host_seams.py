@@ -12,6 +12,7 @@ from mcp.server import Server
 from skillward._local import LocalSkillDir
 from skillward.approvals import ActivationRequest, Decision
 from skillward.cache import CacheKey
+from skillward.config import Limits
 from skillward.errors import DigestMismatch, ExecutionDenied, PolicyDenied
 from skillward.gates import ExecutionRequest
 from skillward.host import HostConfig, SkillHost
@@ -38,6 +39,9 @@ class DictCache:
         self.entries = {k: v for k, v in self.entries.items() if k.origin != label}
 
     def isolate_from(self, directory: Path) -> None:
+        return None
+
+    def narrow(self, limits: Limits) -> None:
         return None
 
 

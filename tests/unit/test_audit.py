@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
+if sys.platform != "win32":
+    import fcntl
 
 from skillward.audit import AuditEvent, AuditTrail, parse_duration, read_events, rotated
 from skillward.config import Limits
@@ -118,6 +122,59 @@ def test_writers_at_once_never_tear_a_line(tmp_path: Path) -> None:
     log = read_events(path)
     assert log.skipped == 0
     assert len(log.events) == 800
+
+
+@pytest.mark.threat("T36")
+def test_writers_rotating_at_once_rotate_once_and_lose_no_event(tmp_path: Path) -> None:
+    writers = 8
+    for attempt in range(20):
+        path = tmp_path / f"try-{attempt}" / "audit.jsonl"
+        first = trail(path, max_audit_bytes=4096)
+        first.record("gate", "allowed", label="before", reason="x" * 100)
+        kept, line = 1, path.stat().st_size  # every line is this long
+        while path.stat().st_size + 2 * line <= 4096:
+            first.record("gate", "allowed", label="before", reason="x" * 100)
+            kept += 1
+        first.record("gate", "allowed", label="before", reason="x" * 100)
+        kept += 1
+        assert path.stat().st_size + line > 4096  # so the next line rotates
+        start = threading.Barrier(writers, timeout=30)
+
+        def write(n: int, path: Path = path, start: threading.Barrier = start) -> None:
+            audit = trail(path, max_audit_bytes=4096)  # one trail each, as separate hosts
+            start.wait()  # every writer finds the file full at once
+            audit.record("gate", "allowed", label=f"after{n}", reason="x" * 100)
+
+        threads = [threading.Thread(target=write, args=(n,)) for n in range(writers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        labels = [e.label for e in read_events(path).events]
+        assert labels.count("before") == kept
+        assert len(rotated(path).read_text().splitlines()) == kept  # rotated once
+        assert sorted(str(label) for label in labels if label != "before") == [
+            f"after{n}" for n in range(writers)
+        ]
+
+
+@pytest.mark.threat("T36")
+@pytest.mark.skipif(sys.platform == "win32", reason="no flock on Windows")
+def test_a_lock_held_on_the_audit_file_never_hangs_a_host_or_loses_the_event(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "audit.jsonl"
+    trail(path).record("gate", "allowed", reason="first")
+    holder = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)  # held by someone else, and never let go
+        done = threading.Thread(target=lambda: trail(path).record("gate", "denied", reason="r"))
+        done.start()
+        done.join(timeout=30)
+        assert not done.is_alive()
+    finally:
+        os.close(holder)
+    assert [e.decision for e in read_events(path).events] == ["allowed", "denied"]
 
 
 def test_reading_skips_lines_that_are_not_events_and_filters_by_time(tmp_path: Path) -> None:

@@ -148,6 +148,44 @@ def test_eviction_keeps_each_label_within_its_budget_least_recently_used_first(
     assert not blob_path(tmp_path, too_big).exists()
 
 
+def index_lines(root: Path, label: str = "docs") -> list[dict[str, str]]:
+    _, *lines = (root / label / "index.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_the_index_keeps_one_line_for_each_blob_still_cached(tmp_path: Path) -> None:
+    clock = Clock()
+    cache = cache_at(tmp_path, limits=Limits(max_cache_bytes=1000), clock=clock)
+    keys = {}
+    for i in range(20):
+        clock.now += 10
+        data = bytes([i]) * 300
+        keys[blob_path(tmp_path, data).name] = key(data)
+        cache.put(key(data), data)
+    kept = {p.name for p in (tmp_path / "docs" / "blobs").iterdir()}
+    lines = index_lines(tmp_path)
+    assert sorted(line["blob"] for line in lines) == sorted(kept)
+    for line in lines:
+        assert (line["skill"], line["uri"]) == (keys[line["blob"]].skill, keys[line["blob"]].uri)
+
+
+def test_an_index_grown_past_its_blobs_is_trimmed_on_the_next_write(tmp_path: Path) -> None:
+    cache = cache_at(tmp_path)
+    first, second = b"first\n", b"second\n"
+    cache.put(key(first), first)
+    index = tmp_path / "docs" / "index.jsonl"
+    gone = [{"blob": f"{i:064x}", "skill": "skill://docs/SKILL.md", "uri": "x"} for i in range(900)]
+    with index.open("a") as handle:
+        handle.writelines(json.dumps(line) + "\n" for line in gone)
+        handle.write('{"blob": "torn')
+    assert index.stat().st_size > 64 * 1024
+    cache.put(key(second), second)
+    assert index.stat().st_size < 1024
+    assert json.loads(index.read_text().splitlines()[0]) == {"format": 1, "identity": HTTP}
+    assert [line["uri"] for line in index_lines(tmp_path)] == [key(first).uri, key(second).uri]
+    assert cache_at(tmp_path).get(key(first)) == first
+
+
 @pytest.mark.threat("T32")
 def test_a_file_older_than_the_maximum_age_is_removed_instead_of_used(tmp_path: Path) -> None:
     clock = Clock()
@@ -282,6 +320,7 @@ async def test_two_processes_writing_the_same_blobs_leave_only_whole_private_fil
     for path in [root, *root.rglob("*")]:
         mode = stat.S_IMODE(path.stat().st_mode)
         assert mode == (0o700 if path.is_dir() else 0o600), (path, oct(mode))
-    header = (root / "docs" / "index.jsonl").read_text().splitlines()[0]
+    header, *lines = (root / "docs" / "index.jsonl").read_text().splitlines()
     assert json.loads(header)["identity"] == "stdio:docs"
+    assert {json.loads(line)["blob"] for line in lines} == {path.name for path in blobs}
     assert os.listdir(root) == ["docs"]

@@ -118,8 +118,9 @@ def test_a_user_file_that_widens_an_admin_value_is_ignored_for_that_key_with_a_w
     assert policy.grant_mode("cross_origin") == "never"  # a narrowing key still applies
     assert policy.limits(Limits()).max_skill_bytes == 32 * 1024 * 1024
     assert dirs.reports == [
-        f"{user}:3: servers.allow is ignored: it would allow 'evil', which servers.allow in "
-        f"{dirs.admin_dir}/policy.toml:3 does not",
+        f"{user}:3: servers.allow names 'evil', which servers.allow in "
+        f"{dirs.admin_dir}/policy.toml:3 does not allow: it is not allowed, and the rest of "
+        "this list applies",
         f"{user}:5: grants.execution = 'prompt' is ignored: it is looser than 'never' set in "
         f"{dirs.admin_dir}/policy.toml:5",
         f"{user}:8: limits.max_skill_bytes = 67108864 is ignored: it is looser than 33554432 "
@@ -135,6 +136,22 @@ def test_a_user_allow_list_inside_the_admin_one_narrows_it(dirs: PolicyDirs) -> 
     policy.check_activation(make_request(make_entry()))
     refused_skill(policy, root="skill://acme/support/tickets")
     assert dirs.reports == []
+
+
+@pytest.mark.threat("T40")
+def test_a_later_allow_list_naming_one_more_entry_still_narrows_with_the_others(
+    dirs: PolicyDirs,
+) -> None:
+    dirs.admin('version = 1\n[servers]\nallow = ["acme", "beta"]\n')
+    user = dirs.user('version = 1\n[servers]\nallow = ["acme", "gamma"]\n')
+    policy = dirs.load()
+    policy.check_server(http_server("acme"))
+    beta = refused(policy, http_server("beta"))
+    assert f"{user}:3" in beta.message
+    assert "servers.allow = ['acme', 'gamma']" in beta.message
+    refused(policy, http_server("gamma"))
+    assert len(dirs.reports) == 1
+    assert dirs.reports[0].startswith(f"{user}:3: servers.allow names 'gamma', which")
 
 
 @pytest.mark.threat("T40")
@@ -262,6 +279,14 @@ def test_limits_reach_the_host_limits_and_the_cache_switch(dirs: PolicyDirs) -> 
     assert not dirs.load().cache_allowed()
     dirs.user("version = 1\n[limits]\ncache_budget_mib = 0\n")
     assert not dirs.load().cache_allowed()
+
+
+@pytest.mark.threat("T40")
+def test_a_cache_budget_never_raises_the_hosts_own(dirs: PolicyDirs) -> None:
+    dirs.admin("version = 1\n[limits]\ncache_budget_mib = 64\n")
+    policy = dirs.load()
+    assert policy.limits(Limits(max_cache_bytes=1024 * 1024)).max_cache_bytes == 1024 * 1024
+    assert policy.limits(Limits()).max_cache_bytes == 64 * 1024 * 1024
 
 
 def test_approval_rules_carry_the_scope_cap_the_age_and_the_version(dirs: PolicyDirs) -> None:
@@ -576,9 +601,12 @@ def test_a_later_layer_never_widens_what_earlier_layers_allow(
     admin: dict[str, Any], user: dict[str, Any], host: dict[str, Any]
 ) -> None:
     before, after = effective(admin), effective(admin, user, host)
+    alone = [effective(layer) for layer in (user, host)]
     for spec in _PROBES:
         if allows(after, after.check_server, spec):
             assert allows(before, before.check_server, spec)
+            # Every layer's lists apply: what one layer alone refuses stays refused.
+            assert all(allows(one, one.check_server, spec) for one in alone)
     for root in ("skill://acme/billing/refunds", "skill://corp/x/y", "skill://acme/x/z"):
         for dynamic in (False, True):
             request = make_request(make_entry(root=root, dynamic=dynamic))

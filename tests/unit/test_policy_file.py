@@ -103,6 +103,14 @@ def test_a_malformed_entry_is_dropped_while_the_rest_applies() -> None:
     assert problems[1].startswith("policy.toml:9: skills.deny_digests: entry 1")
 
 
+def test_each_dropped_entry_names_its_own_line_whatever_the_layout() -> None:
+    _, problems = parse(
+        'version = 1\n[servers]\ndeny = [\n  "evil", # a "quoted" comment, 42\n'
+        '  """two\nlines""", [1,\n  2],\n  "\\u0041", 7, { a = "]" },\n]\n'
+    )
+    assert [p.split(":")[1] for p in problems] == ["5", "6", "8", "8"]
+
+
 @pytest.mark.threat("T41")
 @pytest.mark.parametrize(
     ("table", "key", "bad", "strictest"),
