@@ -68,7 +68,13 @@ from skillward.errors import (
     SkillwardError,
     TransportError,
 )
-from skillward.servers import HttpTransport, InMemoryTransport, ServerSpec, StdioTransport
+from skillward.servers import (
+    HttpTransport,
+    InMemoryTransport,
+    ServerSpec,
+    StdioTransport,
+    redact,
+)
 from skillward.wire import (
     EXTENSION_ID,
     DirectoryChild,
@@ -132,7 +138,9 @@ async def _stderr_target(
             yield sink
     else:
         path = log_path(transport.log_dir or server_log_dir(), spec.label)
-        async with capture(path, max_bytes=limits.max_server_log_bytes) as pipe:
+        async with capture(
+            path, max_bytes=limits.max_server_log_bytes, secrets=spec.secret_values()
+        ) as pipe:
             yield pipe
 
 
@@ -195,17 +203,10 @@ def _reraise(
         raise error
     if secrets:
         original = "".join(traceback.format_exception(error))
-        if _redact(original, secrets) != original:
+        if redact(original, secrets) != original:
             # The original quotes a secret (a server echoed it): keep it out of tracebacks.
             raise translated from None
     raise translated from error
-
-
-def _redact(text: str, secrets: tuple[str, ...]) -> str:
-    """``text`` without the spec's header and environment values (a server may echo them)."""
-    for secret in secrets:
-        text = text.replace(secret, "***")
-    return text
 
 
 def _translate(
@@ -219,7 +220,7 @@ def _translate(
     """Map a foreign exception to the skillward hierarchy."""
     for leaf in leaves:
         if isinstance(leaf, SkillwardError):
-            leaf.message = _redact(leaf.message, secrets)
+            leaf.message = redact(leaf.message, secrets)
             return leaf.with_context(server=server, uri=uri)
     leaf = leaves[0] if leaves else error
     if isinstance(leaf, MCPError):
@@ -227,13 +228,13 @@ def _translate(
             return ServerDisconnected("the connection closed", server=server, uri=uri)
         if leaf.code == types.REQUEST_TIMEOUT:
             return DeadlineExceeded("the server did not answer in time", server=server, uri=uri)
-        message = _redact(str(leaf.message), secrets)[:500]
+        message = redact(str(leaf.message), secrets)[:500]
         return ServerRejected(message, code=leaf.code, server=server, uri=uri)
     if isinstance(leaf, TimeoutError):
         return DeadlineExceeded("the operation did not finish in time", server=server, uri=uri)
     if isinstance(leaf, ValidationError):
         return InvalidResponse("the server's result is malformed", server=server, uri=uri)
-    detail = _redact(str(leaf), secrets)[:300] or type(leaf).__name__
+    detail = redact(str(leaf), secrets)[:300] or type(leaf).__name__
     return TransportError(f"cannot talk to the server: {detail}", server=server, uri=uri)
 
 

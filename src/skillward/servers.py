@@ -53,6 +53,7 @@ __all__ = [
     "normalise_label",
     "parse_mcp_servers",
     "parse_server_option",
+    "redact",
 ]
 
 _LABEL_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")
@@ -168,6 +169,14 @@ class InMemoryTransport(_Spec):
 _SECRET_WORD = 8
 
 
+def redact(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` without ``secrets`` (a spec's :meth:`ServerSpec.secret_values`, longest
+    first), each replaced by ``***``: a server may echo them in its errors or its stderr."""
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
 class ServerSpec(_Spec):
     """A labelled server and how to reach it."""
 
@@ -192,7 +201,8 @@ class ServerSpec(_Spec):
 
     def secret_values(self) -> tuple[str, ...]:
         """Header and environment values, and their words of 8 or more characters, longest
-        first: what error text from the server is cleaned of before anyone sees it."""
+        first: what error text and the stderr log of the server are cleaned of
+        (:func:`redact`) before anyone sees them."""
         transport = self.transport
         values: list[SecretStr] = []
         if isinstance(transport, HttpTransport):
