@@ -87,7 +87,7 @@ from skillward.wire import (
     parse_skills_page,
 )
 
-__all__ = ["SkillListing", "SkillsClient", "leaves"]
+__all__ = ["SkillListing", "SkillsClient", "leaves", "translate"]
 
 logger = logging.getLogger("skillward")
 
@@ -199,14 +199,35 @@ def _reraise(
     if any(not isinstance(leaf, Exception) for leaf in found):
         raise error
     translated = _translate(found, error, server=server, uri=uri, secrets=secrets)
+    cause = _cause(error, secrets)
     if translated is error:
+        if cause is None:
+            raise error from None  # what it was chained to quotes a secret
         raise error
+    raise translated from cause
+
+
+def _cause(error: BaseException, secrets: tuple[str, ...]) -> BaseException | None:
+    """What a translation of ``error`` is chained to: ``error``, or None when its traceback
+    quotes a secret (a server echoed it), which keeps the secret out of every traceback."""
     if secrets:
         original = "".join(traceback.format_exception(error))
         if redact(original, secrets) != original:
-            # The original quotes a secret (a server echoed it): keep it out of tracebacks.
-            raise translated from None
-    raise translated from error
+            return None
+    return error
+
+
+def translate(
+    error: BaseException,
+    *,
+    server: str,
+    secrets: tuple[str, ...] = (),
+    ended: bool = False,
+) -> SkillwardError:
+    """``error`` (a foreign exception, or a group of them) as a SkillwardError naming
+    ``server``, its text cleaned of ``secrets``. ``ended``: the connection is over, so a
+    failure of no known kind is :class:`~skillward.errors.ServerDisconnected`."""
+    return _translate(leaves(error), error, server=server, uri=None, secrets=secrets, ended=ended)
 
 
 def _translate(
@@ -216,6 +237,7 @@ def _translate(
     server: str,
     uri: str | None,
     secrets: tuple[str, ...] = (),
+    ended: bool = False,
 ) -> SkillwardError:
     """Map a foreign exception to the skillward hierarchy."""
     for leaf in leaves:
@@ -235,6 +257,8 @@ def _translate(
     if isinstance(leaf, ValidationError):
         return InvalidResponse("the server's result is malformed", server=server, uri=uri)
     detail = redact(str(leaf), secrets)[:300] or type(leaf).__name__
+    if ended:
+        return ServerDisconnected(f"the connection failed: {detail}", server=server, uri=uri)
     return TransportError(f"cannot talk to the server: {detail}", server=server, uri=uri)
 
 
@@ -342,7 +366,7 @@ class SkillsClient:
             except BaseException as error:
                 if scope.cancel_called:
                     # The deadline fired; the SDK may surface that as any error at all.
-                    raise late from error
+                    raise late from _cause(error, self._secrets)
                 _reraise(error, server=self.label, uri=uri, secrets=self._secrets)
         raise late
 
