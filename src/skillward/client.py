@@ -8,8 +8,8 @@ speaks the SEP-2640 methods. It is deliberately narrow:
   :class:`~skillward.errors.CapabilityMissing` otherwise;
 * every operation runs under one overall deadline (a whole listing walk
   included), so a stalling server cannot hold the host;
-* listing walks are bounded in pages, entries, files and bytes (checked before a
-  page's entries are built) and refuse repeated cursors;
+* listing and directory walks are bounded in pages, entries, files and bytes
+  (checked before a page's entries are built) and refuse repeated cursors;
 * reads return the exact raw bytes, bypass the SDK's response cache, and cap
   the size before decoding;
 * every foreign exception becomes a :class:`~skillward.errors.SkillwardError`
@@ -413,14 +413,20 @@ class SkillsClient:
             )
             if spent.files > limits.max_listed_files:
                 raise ListingRunaway(f"the listing has more than {limits.max_listed_files} files")
+        self._check_bytes(raw, spent, "skills/list", "listing")
+
+    def _check_bytes(self, raw: dict[str, Any], spent: _Spent, method: str, walk: str) -> None:
+        """Refuse one ``method`` result above ``max_list_response_bytes``, or a ``walk`` whose
+        results together pass ``max_listing_bytes``, measured as JSON before anything is built."""
+        limits = self.limits
         size = json_size(raw, limit=limits.max_list_response_bytes)
         if size > limits.max_list_response_bytes:
             raise ResponseTooLarge(
-                f"a skills/list result is larger than {limits.max_list_response_bytes} bytes"
+                f"a {method} result is larger than {limits.max_list_response_bytes} bytes"
             )
         spent.bytes += size
         if spent.bytes > limits.max_listing_bytes:
-            raise ListingRunaway(f"the listing is larger than {limits.max_listing_bytes} bytes")
+            raise ListingRunaway(f"the {walk} is larger than {limits.max_listing_bytes} bytes")
 
     async def list_skills(self) -> SkillListing:
         """Walk every ``skills/list`` page within the configured bounds."""
@@ -510,6 +516,7 @@ class SkillsClient:
             children: list[DirectoryChild] = []
             seen: set[str] = set()
             cursor: str | None = None
+            spent = _Spent()
             for _ in range(self.limits.max_list_pages):
                 await anyio.lowlevel.checkpoint()
                 raw = await self._request(
@@ -522,8 +529,9 @@ class SkillsClient:
                     raise ListingRunaway(
                         f"the directory has more than {self.limits.max_directory_entries} entries"
                     )
+                self._check_bytes(raw, spent, "resources/directory/read", "directory listing")
                 try:
-                    page = DirectoryReadResult.model_validate(raw)
+                    page = DirectoryReadResult.model_validate(raw, context={"limits": self.limits})
                 except ValidationError as exc:
                     raise InvalidResponse(
                         f"invalid resources/directory/read result: {_first_problem(exc)}"
