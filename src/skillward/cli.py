@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -595,16 +595,34 @@ async def _with_host(
         status = max((error.exit_code for _, error in failed.values()), default=EXIT_OK)
         try:
             result = await body(host, approver)
-        except (UnknownServer, SkillNotFound, AmbiguousName) as error:
-            if not failed:
+        except (UnknownServer, SkillNotFound) as error:
+            blamed = _failed_servers_named(getattr(args, "ref", None), failed)
+            if not blamed:
                 raise
             # The reference may name what a failed server serves: that failure is the cause.
-            labels = ", ".join(repr(label) for label in failed)
+            if args.json:
+                terminal.json_error({**error_json(error), "failed_to_connect": blamed})
+                return status
+            labels = ", ".join(repr(label) for label in blamed)
             terminal.note(
                 f"({printable(str(error))}; {labels} failed to connect, so its skills are unknown)"
             )
             return status
     return result or status
+
+
+def _failed_servers_named(reference: str | None, failed: Collection[str]) -> list[str]:
+    """The failed servers ``reference`` may name a skill of: all of them for a bare name,
+    the one labelled for ``LABEL:...``, none when it names a server that connected."""
+    if reference is None or not failed:
+        return []
+    try:
+        label = parse_reference(reference).label
+    except UsageError:
+        return []
+    if label is None:
+        return list(failed)
+    return [label] if label in failed else []
 
 
 def _origin_summaries(host: SkillHost, args: argparse.Namespace) -> list[OriginSummary]:

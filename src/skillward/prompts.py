@@ -13,7 +13,7 @@ import os
 import sys
 import textwrap
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -154,6 +154,10 @@ class Terminal:
     def heading(self, text: str) -> None:
         self.out.print(f"\n[bold]{escape(text)}[/bold]")
 
+    def json_error(self, data: Mapping[str, object]) -> None:
+        """One JSON object on stderr, as ``--json`` reports errors."""
+        self.err.print(json.dumps(data, ensure_ascii=True), soft_wrap=True)
+
     def note(self, text: str) -> None:
         self.err.print(f"[dim]{_safe(text, 500)}[/dim]")
 
@@ -175,7 +179,7 @@ class Terminal:
 
     def error(self, error: SkillwardError) -> None:
         if self.json_errors:
-            self.err.print(json.dumps(error_json(error), ensure_ascii=True), soft_wrap=True)
+            self.json_error(error_json(error))
             return
         line = f"[red]skillward:[/red] {_safe(str(error), 2000)}"
         if error.hint:
