@@ -125,11 +125,12 @@ async def _stderr_target(
     spec: ServerSpec, transport: StdioTransport, limits: Limits
 ) -> AsyncIterator[TextIO]:
     """Where the server's stderr goes: a log pipe, nowhere, or (when asked) this terminal."""
-    if transport.stderr == "inherit":
+    if transport.stderr == "unsafe-inherit":
         logger.warning(
-            "server %r: its stderr goes straight to this terminal (stderr='inherit'); it can "
-            "write escape sequences that clear the screen or fake text around prompts. Use it "
-            "only to debug a server you trust, and 'log' otherwise",
+            "server %r: its stderr goes straight to this terminal (stderr='unsafe-inherit'); it "
+            "can write escape sequences that clear the screen or fake text around prompts, and "
+            "secrets it echoes are not scrubbed. Use it only to debug a server you trust, and "
+            "'log' otherwise",
             spec.label,
         )
         yield sys.stderr

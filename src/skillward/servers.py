@@ -101,9 +101,10 @@ class StdioTransport(_Spec):
 
     ``stderr`` says where the server's stderr goes. ``"log"`` (the default) appends it to
     a capped per-label log file in the user state directory, read back only escaped
-    (``skillward logs LABEL``). ``"inherit"`` passes it raw to this process's stderr,
-    where a server can write escape sequences that rewrite the terminal, prompts
-    included: only for debugging a server you wrote, and it logs a warning each time.
+    (``skillward logs LABEL``). ``"unsafe-inherit"`` passes it raw to this process's
+    stderr, where a server can write escape sequences that rewrite the terminal, prompts
+    included, and the secrets it was started with are not scrubbed: only for debugging a
+    server you wrote, and it logs a warning each time.
     ``"discard"`` drops it. ``log_dir`` puts the log elsewhere (never in a skills
     directory); it is not part of the server's identity.
     """
@@ -114,7 +115,7 @@ class StdioTransport(_Spec):
     #: Extra environment variables for the server. Values are secrets (never shown).
     env: dict[StrictStr, SecretStr] | None = None
     cwd: StrictStr | None = None
-    stderr: Literal["log", "inherit", "discard"] = "log"
+    stderr: Literal["log", "unsafe-inherit", "discard"] = "log"
     log_dir: Path | None = None
 
 
