@@ -15,7 +15,7 @@ import textwrap
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TextIO
+from typing import IO, TextIO
 
 import anyio.to_thread
 from rich.console import Console, Group, RenderableType
@@ -50,6 +50,7 @@ __all__ = [
     "TerminalCrossOriginGate",
     "TerminalExecutionGate",
     "error_json",
+    "to_devnull",
 ]
 
 
@@ -121,13 +122,21 @@ class _Console(Console):
 
     def on_broken_pipe(self) -> None:
         # rich exits with status 1 here; skillward ends quietly instead (the command line
-        # returns 0). Later writes, Python's flush at exit included, go to /dev/null.
+        # returns 0).
         self.quiet = True
-        with contextlib.suppress(OSError, ValueError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, self.file.fileno())
-            os.close(devnull)
+        to_devnull(self.file)
         raise BrokenPipeError
+
+
+def to_devnull(stream: IO[str]) -> None:
+    """Point ``stream``'s descriptor at /dev/null: its reader went away, so later writes,
+    Python's flush at exit included, are dropped instead of failing."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, stream.fileno())
+        finally:
+            os.close(devnull)
 
 
 class Terminal:
