@@ -25,6 +25,7 @@ import json
 import os
 import re
 import shlex
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -372,9 +373,8 @@ def parse_mcp_servers(
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [key for key, _ in pairs]
-    for key in keys:
-        if keys.count(key) > 1:
+    for key, count in Counter(key for key, _ in pairs).items():
+        if count > 1:
             raise ConfigError(f"the key {key!r} appears twice in one object")
     return dict(pairs)
 
