@@ -6,6 +6,7 @@ Run: python bench/_pages_server.py PAGES.json   (a JSON list of skills/list resu
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from pathlib import Path
@@ -19,4 +20,8 @@ from tests.support.listings import pages_server
 from skillward.server import serve_stdio
 
 if __name__ == "__main__":
-    anyio.run(serve_stdio, pages_server(json.loads(Path(sys.argv[1]).read_text())))
+    server = pages_server(json.loads(Path(sys.argv[1]).read_text()))
+    # As `skillward serve` does, so the two differ only in how they answer.
+    gc.collect()
+    gc.freeze()
+    anyio.run(serve_stdio, server)

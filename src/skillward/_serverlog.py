@@ -1,11 +1,11 @@
 """What stdio servers write to stderr: kept in a capped log per label, read back escaped.
 
-A server owns its stderr, so it can write anything there, escape sequences that
-clear the screen or fake a verdict included. skillward never lets those bytes reach
-the terminal: :func:`capture` copies them into ``LABEL.log`` under the server log
-directory (see ``_dirs.server_log_dir``), and :func:`read_log` and
-:func:`escaped_lines` read them back as untrusted bytes, escaped with
-:func:`~skillward.errors.printable` like every error.
+A server owns its stderr, so it can write anything there: escape sequences that clear
+the screen or fake a verdict, and the secrets it was started with. skillward never lets
+those bytes reach the terminal: :func:`capture` copies them into ``LABEL.log`` under the
+server log directory (see ``_dirs.server_log_dir``), the spec's secrets scrubbed out first
+(:class:`Scrubber`), and :func:`read_log` and :func:`escaped_lines` read them back as
+untrusted bytes, escaped with :func:`~skillward.errors.printable` like every error.
 
 The log and its one rotated predecessor (``LABEL.log.1``) together stay within
 ``Limits.max_server_log_bytes``, however much a server writes.
@@ -24,9 +24,17 @@ from typing import TextIO
 import anyio
 
 from skillward.errors import printable
-from skillward.servers import check_label
+from skillward.servers import check_label, redact
 
-__all__ = ["SESSION_MARK", "LogWriter", "capture", "escaped_lines", "log_path", "read_log"]
+__all__ = [
+    "SESSION_MARK",
+    "LogWriter",
+    "Scrubber",
+    "capture",
+    "escaped_lines",
+    "log_path",
+    "read_log",
+]
 
 logger = logging.getLogger("skillward")
 
@@ -95,8 +103,67 @@ class LogWriter:
 SESSION_MARK = b"--- skillward started the server here ---\n"
 
 
-async def _pump(read_fd: int, writer: LogWriter | None, done: anyio.Event) -> None:
-    """Copy the pipe into the log until every writer has closed it.
+class Scrubber:
+    """Takes a server's secrets (:meth:`~skillward.servers.ServerSpec.secret_values`) out of
+    its stderr before a byte of it is written, so neither the log nor anything read from it
+    (``skillward logs``, the tail shown when a server fails) holds one.
+
+    The end of what has arrived is held back until more comes or the pipe ends, and a
+    stretch is written only up to a point no secret crosses: a secret split across two
+    reads is found whole, as in the stream scrubbed at once. Bytes that are not UTF-8
+    pass through unchanged.
+    """
+
+    def __init__(self, secrets: tuple[str, ...]) -> None:
+        self.secrets = secrets
+        # A secret not yet seen whole starts within this many characters of the end.
+        self._hold = max(map(len, secrets), default=1) - 1
+        self._pending = b""
+
+    def feed(self, chunk: bytes) -> bytes:
+        """What of the stream so far can be written, scrubbed: ``chunk`` after what was
+        held back, but for its end."""
+        if not self.secrets:
+            return chunk
+        text = (self._pending + chunk).decode("utf-8", "surrogateescape")
+        cut = self._cut(text, max(0, len(text) - self._hold))
+        self._pending = text[cut:].encode("utf-8", "surrogateescape")
+        return redact(text[:cut], self.secrets).encode("utf-8", "surrogateescape")
+
+    def flush(self) -> bytes:
+        """What is held back, scrubbed, once the stream has ended."""
+        text = self._pending.decode("utf-8", "surrogateescape")
+        self._pending = b""
+        return redact(text, self.secrets).encode("utf-8", "surrogateescape")
+
+    def _cut(self, text: str, cut: int) -> int:
+        """``cut``, moved back to the start of any secret that crosses it."""
+        moved = True
+        while moved:
+            moved = False
+            for secret in self.secrets:
+                at = text.find(secret, max(0, cut - len(secret) + 1), cut + len(secret) - 1)
+                if 0 <= at < cut:
+                    cut, moved = at, True
+        return cut
+
+
+def _append(writer: LogWriter | None, data: bytes) -> LogWriter | None:
+    """Write ``data`` to the log; the writer, or None once the log cannot be written."""
+    if writer is None or not data:
+        return writer
+    try:
+        writer.write(data)
+    except OSError as exc:
+        logger.warning("cannot write the server log %s: %s", writer.path, exc.strerror)
+        return None
+    return writer
+
+
+async def _pump(
+    read_fd: int, writer: LogWriter | None, scrubber: Scrubber, done: anyio.Event
+) -> None:
+    """Copy the pipe, scrubbed, into the log until every writer has closed it.
 
     The pipe is drained even when the log cannot be written, so a server is never
     blocked on a full stderr pipe.
@@ -110,14 +177,10 @@ async def _pump(read_fd: int, writer: LogWriter | None, done: anyio.Event) -> No
                 continue
             if not chunk:
                 return
-            if writer is None:
-                continue
-            try:
-                writer.write(chunk)
-            except OSError as exc:
-                logger.warning("cannot write the server log %s: %s", writer.path, exc.strerror)
-                writer = None
+            if writer is not None:
+                writer = _append(writer, scrubber.feed(chunk))
     finally:
+        _append(writer, scrubber.flush())
         done.set()
 
 
@@ -137,8 +200,12 @@ def _open_writer(path: Path, max_bytes: int) -> LogWriter | None:
 
 
 @asynccontextmanager
-async def capture(path: Path, *, max_bytes: int) -> AsyncIterator[TextIO]:
-    """Yield the write end of a pipe whose every byte is copied into the log at ``path``.
+async def capture(
+    path: Path, *, max_bytes: int, secrets: tuple[str, ...] = ()
+) -> AsyncIterator[TextIO]:
+    """Yield the write end of a pipe whose every byte is copied into the log at ``path``,
+    each of ``secrets`` (the server spec's header and environment values) replaced by
+    ``***`` first.
 
     Give it to the child as its stderr, then close it once the child has started (the
     child holds its own copy). When the block ends (after the server has stopped),
@@ -151,7 +218,7 @@ async def capture(path: Path, *, max_bytes: int) -> AsyncIterator[TextIO]:
     try:
         async with anyio.create_task_group() as group:
             done = anyio.Event()
-            group.start_soon(_pump, read_fd, writer, done)
+            group.start_soon(_pump, read_fd, writer, Scrubber(secrets), done)
             try:
                 yield errlog
             finally:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
+import gc
 import json
 import logging
-import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,7 +63,7 @@ from skillward.errors import (
 from skillward.host import HostConfig, SkillHost
 from skillward.origins import SkillKey
 from skillward.policy import EffectivePolicy
-from skillward.prompts import OriginSummary, Terminal, TerminalApprover, error_json
+from skillward.prompts import OriginSummary, Terminal, TerminalApprover, error_json, to_devnull
 from skillward.registry import parse_reference
 from skillward.servers import (
     ServersConfig,
@@ -389,6 +390,11 @@ def _serve(args: argparse.Namespace) -> int:
     mcp_server = server.build_server(
         catalog, name=args.name, page_size=max(1, args.page_size), tamper=args.tamper
     )
+    # The catalog is built and never changes: keep the garbage collector from rescanning
+    # its objects on every full collection while serving (a large part of a page's cost).
+    # This process only serves, so freezing all it holds is the command's choice to make.
+    gc.collect()
+    gc.freeze()
     try:
         if args.http is None:
 
@@ -509,6 +515,10 @@ def _server_specs(args: argparse.Namespace, terminal: Terminal) -> list[ServerSp
     return list(specs.values())
 
 
+#: Servers that failed to connect, and why: `list` shows them, other commands blame them.
+_Failures = dict[str, tuple[ServerSpec, SkillwardError]]
+
+
 @dataclass
 class _ServerLogs:
     """The stderr logs of this run's stdio servers; a tail is shown when a server fails."""
@@ -565,7 +575,7 @@ async def _with_host(
     args: argparse.Namespace,
     terminal: Terminal,
     logs: _ServerLogs,
-    body: Callable[[SkillHost, _CommandLineApprover], Awaitable[int]],
+    body: Callable[[SkillHost, _CommandLineApprover, _Failures], Awaitable[int]],
 ) -> int:
     audit = _audit()
     policy = _load_policy(terminal, args)
@@ -575,9 +585,7 @@ async def _with_host(
     cache: ContentCache = NoCache() if args.no_cache else DiskCache(limits=config.limits)
     specs = _server_specs(args, terminal)
     logs.watch(specs)
-    # Servers that failed to connect, and why: `list` shows them, other commands blame them.
-    failed: dict[str, tuple[ServerSpec, SkillwardError]] = {}
-    args.connect_failures = failed
+    failed: _Failures = {}
     async with SkillHost(
         config=config, approver=approver, cache=cache, audit=audit, policy=policy
     ) as host:
@@ -593,12 +601,16 @@ async def _with_host(
                     logs.show(spec.label)  # it did not start, died, or spoke nonsense
         status = max((error.exit_code for _, error in failed.values()), default=EXIT_OK)
         try:
-            result = await body(host, approver)
-        except (UnknownServer, SkillNotFound, AmbiguousName) as error:
-            if not failed:
+            result = await body(host, approver, failed)
+        except (UnknownServer, SkillNotFound) as error:
+            blamed = _failed_servers_named(getattr(args, "ref", None), failed)
+            if not blamed:
                 raise
             # The reference may name what a failed server serves: that failure is the cause.
-            labels = ", ".join(repr(label) for label in failed)
+            if args.json:
+                terminal.json_error({**error_json(error), "failed_to_connect": blamed})
+                return status
+            labels = ", ".join(repr(label) for label in blamed)
             terminal.note(
                 f"({printable(str(error))}; {labels} failed to connect, so its skills are unknown)"
             )
@@ -606,57 +618,76 @@ async def _with_host(
     return result or status
 
 
-def _origin_summaries(host: SkillHost, args: argparse.Namespace) -> list[OriginSummary]:
-    """Every origin ``list`` shows: connected servers, failed ones, local directories."""
+def _failed_servers_named(reference: str | None, failed: Collection[str]) -> list[str]:
+    """The failed servers ``reference`` may name a skill of: all of them for a bare name,
+    the one labelled for ``LABEL:...``, none when it names a server that connected."""
+    if reference is None or not failed:
+        return []
+    try:
+        label = parse_reference(reference).label
+    except UsageError:
+        return []
+    if label is None:
+        return list(failed)
+    return [label] if label in failed else []
+
+
+def _origin_summaries(
+    host: SkillHost, failed: _Failures
+) -> tuple[list[OriginSummary], list[dict[str, object]]]:
+    """Every origin ``list`` shows (connected servers, failed ones, local directories),
+    and every server as ``list --json`` shows it."""
     summaries: list[OriginSummary] = []
+    servers: list[dict[str, object]] = []
+
+    def server(
+        summary: OriginSummary, state: str, skills: bool | None, error: SkillwardError | None
+    ) -> None:
+        summaries.append(summary)
+        servers.append(
+            {
+                "label": summary.label,
+                "target": summary.target,
+                "state": state,
+                "skills_extension": skills,
+                "problem": summary.problem,
+                "error": error_json(error) if error is not None else None,
+                "reported_name_unverified": summary.reported_name,
+            }
+        )
+
     for status in host.servers():
         problem = None
         if status.error is not None:
             problem = f"disconnected: {status.error.message}"
         elif not status.skills:
             problem = f"offers no skills: {status.note}"
-        summaries.append(
-            OriginSummary("mcp", status.label, status.target, status.reported_name, problem)
-        )
-    for label, (spec, error) in getattr(args, "connect_failures", {}).items():
-        summaries.append(
-            OriginSummary("mcp", label, spec.describe(), None, f"failed to connect: {error}")
-        )
+        summary = OriginSummary("mcp", status.label, status.target, status.reported_name, problem)
+        server(summary, status.state, status.skills, status.error)
+    for label, (spec, error) in failed.items():
+        problem = f"failed to connect: {error}"
+        server(OriginSummary("mcp", label, spec.describe(), None, problem), "failed", None, error)
     for origin in host.registry.origins():
         if not origin.is_mcp:
             summaries.append(OriginSummary("local", origin.label, origin.detail or ""))
-    return summaries
+    return summaries, servers
 
 
 async def _list(
-    host: SkillHost, _: _CommandLineApprover, args: argparse.Namespace, terminal: Terminal
+    host: SkillHost,
+    _: _CommandLineApprover,
+    args: argparse.Namespace,
+    terminal: Terminal,
+    failed: _Failures,
 ) -> int:
     items = host.catalog()
     # catalog() lists the listed records in registry order, so the two line up.
     records = [record for record in host.registry.records() if record.listed]
     qualified = [host.registry.qualified_ref(record) for record in records]
-    origins = _origin_summaries(host, args)
+    origins, servers = _origin_summaries(host, failed)
     if not args.json:
         terminal.catalog(items, qualified, host.collisions(), host.declined(), origins)
         return EXIT_OK
-    failures: dict[str, tuple[ServerSpec, SkillwardError]] = getattr(args, "connect_failures", {})
-    servers = []
-    for summary in origins:
-        if summary.kind != "mcp":
-            continue
-        status = next((s for s in host.servers() if s.label == summary.label), None)
-        error = status.error if status is not None else failures[summary.label][1]
-        servers.append(
-            {
-                "label": summary.label,
-                "target": summary.target,
-                "state": status.state if status is not None else "failed",
-                "skills_extension": status.skills if status is not None else None,
-                "problem": summary.problem,
-                "error": error_json(error) if error is not None else None,
-                "reported_name_unverified": summary.reported_name,
-            }
-        )
     terminal.json(
         {
             "skills": [
@@ -694,7 +725,11 @@ async def _list(
 
 
 async def _show(
-    host: SkillHost, _: _CommandLineApprover, args: argparse.Namespace, terminal: Terminal
+    host: SkillHost,
+    _: _CommandLineApprover,
+    args: argparse.Namespace,
+    terminal: Terminal,
+    _failed: _Failures,
 ) -> int:
     record = await host.lookup(args.ref)
     qualified = host.registry.qualified_ref(record)
@@ -730,7 +765,11 @@ async def _show(
 
 
 async def _load(
-    host: SkillHost, approver: _CommandLineApprover, args: argparse.Namespace, terminal: Terminal
+    host: SkillHost,
+    approver: _CommandLineApprover,
+    args: argparse.Namespace,
+    terminal: Terminal,
+    _failed: _Failures,
 ) -> int:
     record = await host.lookup(args.ref)
     if approver.approve_once:
@@ -755,7 +794,11 @@ async def _load(
 
 
 async def _read(
-    host: SkillHost, _: _CommandLineApprover, args: argparse.Namespace, terminal: Terminal
+    host: SkillHost,
+    _: _CommandLineApprover,
+    args: argparse.Namespace,
+    terminal: Terminal,
+    _failed: _Failures,
 ) -> int:
     block = await host.read_file(args.ref, args.path)
     terminal.block(block, as_json=args.json)
@@ -811,7 +854,11 @@ def _cache(args: argparse.Namespace, terminal: Terminal) -> int:
 
 
 async def _approve(
-    host: SkillHost, approver: _CommandLineApprover, args: argparse.Namespace, terminal: Terminal
+    host: SkillHost,
+    approver: _CommandLineApprover,
+    args: argparse.Namespace,
+    terminal: Terminal,
+    _failed: _Failures,
 ) -> int:
     request = await host.approval_request(args.ref)
     book = approver.book
@@ -895,16 +942,7 @@ def _record_json(record: ApprovalRecord) -> dict[str, object]:
 def _stored_match(records: Sequence[ApprovalRecord], reference: str) -> ApprovalRecord:
     """The remembered approval ``reference`` names, from the records alone (no server)."""
     ref = parse_reference(reference)
-
-    def named(record: ApprovalRecord) -> bool:
-        if ref.label is not None and record.label != ref.label:
-            return False
-        if ref.kind == "uri":
-            return record.uri == ref.value
-        path = record.uri.partition("://")[2].removesuffix("/SKILL.md")
-        return path == ref.value if ref.kind == "path" else record.name == ref.value
-
-    matches = [record for record in records if named(record)]
+    matches = [record for record in records if ref.names(record.label, record.uri)]
     if not matches:
         raise SkillNotFound(f"no remembered approval matches {reference!r}")
     if len(matches) > 1:
@@ -936,16 +974,15 @@ def _approvals(args: argparse.Namespace, terminal: Terminal) -> int:
     audit = _audit()
     if action == "revoke":
         record = _stored_match(store.records(), args.ref)
-        store.revoke(record.key, reason="revoked with `skillward approvals revoke`")
-        audit.record(
-            "revocation",
-            "revoked",
-            label=record.label,
-            identity=record.identity,
-            skill_uri=record.uri,
-            content_hash=record.content_hash,
-            reason="revoked with skillward approvals revoke",
-        )
+        book = ApprovalBook(TerminalApprover(terminal), store=store, audit=audit)
+        reason = "revoked with `skillward approvals revoke`"
+        anyio.run(functools.partial(book.revoke, record.key, reason=reason))
+        stored = store.get(record.key)
+        if stored is not None and stored.revoked is None:
+            # The book keeps a revocation it could not store for its process: this one ends.
+            raise RememberUnavailable(
+                "the revocation could not be recorded", server=record.label, uri=record.uri
+            )
         terminal.note(f"revoked {record.label}:{record.name}; it will be asked about again")
         return EXIT_OK
     forgotten = len(store.records())
@@ -1062,7 +1099,11 @@ def _show_policy(
 
 
 async def _pin(
-    host: SkillHost, _: _CommandLineApprover, args: argparse.Namespace, terminal: Terminal
+    host: SkillHost,
+    _: _CommandLineApprover,
+    args: argparse.Namespace,
+    terminal: Terminal,
+    _failed: _Failures,
 ) -> int:
     record = await host.lookup(args.ref)
     entry = record.entry
@@ -1131,7 +1172,7 @@ async def _demo(terminal: Terminal) -> int:
             [host.registry.qualified_ref(r) for r in records],
             host.collisions(),
             host.declined(),
-            [OriginSummary("mcp", s.label, s.target, s.reported_name) for s in host.servers()],
+            _origin_summaries(host, {})[0],
         )
         terminal.heading("2. The catalog, as the model sees it (listing read no files)")
         terminal.text(host.catalog_block().text())
@@ -1210,10 +1251,7 @@ def _output_closed() -> int:
         try:
             stream.flush()
         except (OSError, ValueError):
-            with contextlib.suppress(OSError, ValueError):
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, stream.fileno())
-                os.close(devnull)
+            to_devnull(stream)
     return EXIT_OK
 
 
@@ -1260,7 +1298,7 @@ def _run(args: argparse.Namespace, terminal: Terminal, logs: _ServerLogs) -> int
         return _policy(args, terminal)
     command = _HOST_COMMANDS[args.command]
 
-    async def body(host: SkillHost, approver: _CommandLineApprover) -> int:
-        return await command(host, approver, args, terminal)
+    async def body(host: SkillHost, approver: _CommandLineApprover, failed: _Failures) -> int:
+        return await command(host, approver, args, terminal, failed)
 
     return anyio.run(_with_host, args, terminal, logs, body)

@@ -8,8 +8,8 @@ speaks the SEP-2640 methods. It is deliberately narrow:
   :class:`~skillward.errors.CapabilityMissing` otherwise;
 * every operation runs under one overall deadline (a whole listing walk
   included), so a stalling server cannot hold the host;
-* listing walks are bounded in pages, entries, files and bytes (checked before a
-  page's entries are built) and refuse repeated cursors;
+* listing and directory walks are bounded in pages, entries, files and bytes
+  (checked before a page's entries are built) and refuse repeated cursors;
 * reads return the exact raw bytes, bypass the SDK's response cache, and cap
   the size before decoding;
 * every foreign exception becomes a :class:`~skillward.errors.SkillwardError`
@@ -68,7 +68,13 @@ from skillward.errors import (
     SkillwardError,
     TransportError,
 )
-from skillward.servers import HttpTransport, InMemoryTransport, ServerSpec, StdioTransport
+from skillward.servers import (
+    HttpTransport,
+    InMemoryTransport,
+    ServerSpec,
+    StdioTransport,
+    redact,
+)
 from skillward.wire import (
     EXTENSION_ID,
     DirectoryChild,
@@ -81,7 +87,7 @@ from skillward.wire import (
     parse_skills_page,
 )
 
-__all__ = ["SkillListing", "SkillsClient", "leaves"]
+__all__ = ["SkillListing", "SkillsClient", "leaves", "translate"]
 
 logger = logging.getLogger("skillward")
 
@@ -119,11 +125,12 @@ async def _stderr_target(
     spec: ServerSpec, transport: StdioTransport, limits: Limits
 ) -> AsyncIterator[TextIO]:
     """Where the server's stderr goes: a log pipe, nowhere, or (when asked) this terminal."""
-    if transport.stderr == "inherit":
+    if transport.stderr == "unsafe-inherit":
         logger.warning(
-            "server %r: its stderr goes straight to this terminal (stderr='inherit'); it can "
-            "write escape sequences that clear the screen or fake text around prompts. Use it "
-            "only to debug a server you trust, and 'log' otherwise",
+            "server %r: its stderr goes straight to this terminal (stderr='unsafe-inherit'); it "
+            "can write escape sequences that clear the screen or fake text around prompts, and "
+            "secrets it echoes are not scrubbed. Use it only to debug a server you trust, and "
+            "'log' otherwise",
             spec.label,
         )
         yield sys.stderr
@@ -132,7 +139,9 @@ async def _stderr_target(
             yield sink
     else:
         path = log_path(transport.log_dir or server_log_dir(), spec.label)
-        async with capture(path, max_bytes=limits.max_server_log_bytes) as pipe:
+        async with capture(
+            path, max_bytes=limits.max_server_log_bytes, secrets=spec.secret_values()
+        ) as pipe:
             yield pipe
 
 
@@ -191,21 +200,35 @@ def _reraise(
     if any(not isinstance(leaf, Exception) for leaf in found):
         raise error
     translated = _translate(found, error, server=server, uri=uri, secrets=secrets)
+    cause = _cause(error, secrets)
     if translated is error:
+        if cause is None:
+            raise error from None  # what it was chained to quotes a secret
         raise error
+    raise translated from cause
+
+
+def _cause(error: BaseException, secrets: tuple[str, ...]) -> BaseException | None:
+    """What a translation of ``error`` is chained to: ``error``, or None when its traceback
+    quotes a secret (a server echoed it), which keeps the secret out of every traceback."""
     if secrets:
         original = "".join(traceback.format_exception(error))
-        if _redact(original, secrets) != original:
-            # The original quotes a secret (a server echoed it): keep it out of tracebacks.
-            raise translated from None
-    raise translated from error
+        if redact(original, secrets) != original:
+            return None
+    return error
 
 
-def _redact(text: str, secrets: tuple[str, ...]) -> str:
-    """``text`` without the spec's header and environment values (a server may echo them)."""
-    for secret in secrets:
-        text = text.replace(secret, "***")
-    return text
+def translate(
+    error: BaseException,
+    *,
+    server: str,
+    secrets: tuple[str, ...] = (),
+    ended: bool = False,
+) -> SkillwardError:
+    """``error`` (a foreign exception, or a group of them) as a SkillwardError naming
+    ``server``, its text cleaned of ``secrets``. ``ended``: the connection is over, so a
+    failure of no known kind is :class:`~skillward.errors.ServerDisconnected`."""
+    return _translate(leaves(error), error, server=server, uri=None, secrets=secrets, ended=ended)
 
 
 def _translate(
@@ -215,11 +238,12 @@ def _translate(
     server: str,
     uri: str | None,
     secrets: tuple[str, ...] = (),
+    ended: bool = False,
 ) -> SkillwardError:
     """Map a foreign exception to the skillward hierarchy."""
     for leaf in leaves:
         if isinstance(leaf, SkillwardError):
-            leaf.message = _redact(leaf.message, secrets)
+            leaf.message = redact(leaf.message, secrets)
             return leaf.with_context(server=server, uri=uri)
     leaf = leaves[0] if leaves else error
     if isinstance(leaf, MCPError):
@@ -227,13 +251,15 @@ def _translate(
             return ServerDisconnected("the connection closed", server=server, uri=uri)
         if leaf.code == types.REQUEST_TIMEOUT:
             return DeadlineExceeded("the server did not answer in time", server=server, uri=uri)
-        message = _redact(str(leaf.message), secrets)[:500]
+        message = redact(str(leaf.message), secrets)[:500]
         return ServerRejected(message, code=leaf.code, server=server, uri=uri)
     if isinstance(leaf, TimeoutError):
         return DeadlineExceeded("the operation did not finish in time", server=server, uri=uri)
     if isinstance(leaf, ValidationError):
         return InvalidResponse("the server's result is malformed", server=server, uri=uri)
-    detail = _redact(str(leaf), secrets)[:300] or type(leaf).__name__
+    detail = redact(str(leaf), secrets)[:300] or type(leaf).__name__
+    if ended:
+        return ServerDisconnected(f"the connection failed: {detail}", server=server, uri=uri)
     return TransportError(f"cannot talk to the server: {detail}", server=server, uri=uri)
 
 
@@ -341,7 +367,7 @@ class SkillsClient:
             except BaseException as error:
                 if scope.cancel_called:
                     # The deadline fired; the SDK may surface that as any error at all.
-                    raise late from error
+                    raise late from _cause(error, self._secrets)
                 _reraise(error, server=self.label, uri=uri, secrets=self._secrets)
         raise late
 
@@ -388,14 +414,20 @@ class SkillsClient:
             )
             if spent.files > limits.max_listed_files:
                 raise ListingRunaway(f"the listing has more than {limits.max_listed_files} files")
+        self._check_bytes(raw, spent, "skills/list", "listing")
+
+    def _check_bytes(self, raw: dict[str, Any], spent: _Spent, method: str, walk: str) -> None:
+        """Refuse one ``method`` result above ``max_list_response_bytes``, or a ``walk`` whose
+        results together pass ``max_listing_bytes``, measured as JSON before anything is built."""
+        limits = self.limits
         size = json_size(raw, limit=limits.max_list_response_bytes)
         if size > limits.max_list_response_bytes:
             raise ResponseTooLarge(
-                f"a skills/list result is larger than {limits.max_list_response_bytes} bytes"
+                f"a {method} result is larger than {limits.max_list_response_bytes} bytes"
             )
         spent.bytes += size
         if spent.bytes > limits.max_listing_bytes:
-            raise ListingRunaway(f"the listing is larger than {limits.max_listing_bytes} bytes")
+            raise ListingRunaway(f"the {walk} is larger than {limits.max_listing_bytes} bytes")
 
     async def list_skills(self) -> SkillListing:
         """Walk every ``skills/list`` page within the configured bounds."""
@@ -485,6 +517,7 @@ class SkillsClient:
             children: list[DirectoryChild] = []
             seen: set[str] = set()
             cursor: str | None = None
+            spent = _Spent()
             for _ in range(self.limits.max_list_pages):
                 await anyio.lowlevel.checkpoint()
                 raw = await self._request(
@@ -497,8 +530,9 @@ class SkillsClient:
                     raise ListingRunaway(
                         f"the directory has more than {self.limits.max_directory_entries} entries"
                     )
+                self._check_bytes(raw, spent, "resources/directory/read", "directory listing")
                 try:
-                    page = DirectoryReadResult.model_validate(raw)
+                    page = DirectoryReadResult.model_validate(raw, context={"limits": self.limits})
                 except ValidationError as exc:
                     raise InvalidResponse(
                         f"invalid resources/directory/read result: {_first_problem(exc)}"

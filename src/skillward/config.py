@@ -37,17 +37,19 @@ class Limits:
     max_frontmatter_depth: int = 16
     #: Scalars, sequences and mappings inside the frontmatter.
     max_frontmatter_nodes: int = 4096
-    #: Characters of one URI.
+    #: Characters of one URI (a directory child's too).
     max_uri_length: int = 2048
     #: Pages one listing walk may fetch.
     max_list_pages: int = 1000
     #: Entries one listing walk may collect.
     max_list_entries: int = 20_000
-    #: Bytes of one ``skills/list`` result, measured as JSON before any entry is built.
-    #: The transport has parsed it by then, which can hold 40 times as much (wire.md).
+    #: Bytes of one ``skills/list`` (or ``resources/directory/read``) result, measured as
+    #: JSON before any entry is built. The transport has parsed it by then, which can hold
+    #: 40 times as much (wire.md).
     max_list_response_bytes: int = 2 * 1024 * 1024
     #: Bytes of all the ``skills/list`` results of one listing walk, measured the same way:
-    #: room for about 15,000 entries of a few files each.
+    #: room for about 15,000 entries of a few files each. Bounds the pages of one
+    #: directory walk too.
     max_listing_bytes: int = 12 * 1024 * 1024
     #: Manifest items (files) over all the entries of one listing walk.
     max_listed_files: int = 65_536

@@ -742,7 +742,8 @@ def _build(
     """Neutralise ``content``, scan every other untrusted string for the flags, build.
 
     ``raw`` is ``content`` as UTF-8, given for the content of a skill, file or resource:
-    when marking would add more than half its size, it is shown base64-encoded instead.
+    when more than one character in 32 bytes of it (counted over at least 16 KiB) would
+    be marked, it is shown base64-encoded instead.
     With ``binary``, the content is those bytes base64-encoded.
     """
     _trust_of(origin)  # refuse an unknown origin kind before doing any work

@@ -78,7 +78,7 @@ from skillward.approvals import (
 )
 from skillward.audit import AuditTrail, EventKind, GateKind, Outcome
 from skillward.cache import CacheKey, ContentCache, NoCache
-from skillward.client import SkillsClient, leaves
+from skillward.client import SkillsClient, leaves, translate
 from skillward.config import Limits
 from skillward.context import (
     READ_RESOURCE_TOOL,
@@ -371,14 +371,9 @@ def _decision(answer: object, who: object) -> Decision:
     return answer
 
 
-def _connection_error(error: BaseException, label: str) -> SkillwardError:
-    """Why a connection ended, as a SkillwardError naming the server."""
-    for leaf in leaves(error):
-        if isinstance(leaf, SkillwardError):
-            return leaf.with_context(server=label)
-    first = leaves(error)[0]
-    detail = str(first)[:300] or type(first).__name__
-    return ServerDisconnected(f"the connection failed: {detail}", server=label)
+def _connection_error(error: BaseException, spec: ServerSpec) -> SkillwardError:
+    """Why a connection ended, as a SkillwardError naming the server (secrets cleaned)."""
+    return translate(error, server=spec.label, secrets=spec.secret_values(), ended=True)
 
 
 def _tool_arguments(arguments: object) -> Mapping[str, Any]:
@@ -602,13 +597,13 @@ class SkillHost:
                     connection.ready.set()
                     await connection.stop.wait()
         except Exception as error:  # a dying server is reported, never raised
-            connection.error = _connection_error(error, label)
+            connection.error = _connection_error(error, connection.spec)
         except BaseExceptionGroup as group:
             cancelled = anyio.get_cancelled_exc_class()
             rest = group.split(cancelled)[1]
             if rest is None or not all(isinstance(leaf, Exception) for leaf in leaves(rest)):
                 raise
-            connection.error = _connection_error(rest, label)
+            connection.error = _connection_error(rest, connection.spec)
         finally:
             if connection.error is None and not connection.stop.is_set():
                 connection.error = ServerDisconnected("the connection closed", server=label)

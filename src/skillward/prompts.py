@@ -13,9 +13,9 @@ import os
 import sys
 import textwrap
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TextIO
+from typing import IO, TextIO
 
 import anyio.to_thread
 from rich.console import Console, Group, RenderableType
@@ -49,6 +49,7 @@ __all__ = [
     "TerminalCrossOriginGate",
     "TerminalExecutionGate",
     "error_json",
+    "to_devnull",
 ]
 
 
@@ -145,13 +146,21 @@ class _Console(Console):
 
     def on_broken_pipe(self) -> None:
         # rich exits with status 1 here; skillward ends quietly instead (the command line
-        # returns 0). Later writes, Python's flush at exit included, go to /dev/null.
+        # returns 0).
         self.quiet = True
-        with contextlib.suppress(OSError, ValueError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, self.file.fileno())
-            os.close(devnull)
+        to_devnull(self.file)
         raise BrokenPipeError
+
+
+def to_devnull(stream: IO[str]) -> None:
+    """Point ``stream``'s descriptor at /dev/null: its reader went away, so later writes,
+    Python's flush at exit included, are dropped instead of failing."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, stream.fileno())
+        finally:
+            os.close(devnull)
 
 
 class Terminal:
@@ -178,6 +187,10 @@ class Terminal:
     def heading(self, text: str) -> None:
         self.out.print(f"\n[bold]{escape(text)}[/bold]")
 
+    def json_error(self, data: Mapping[str, object]) -> None:
+        """One JSON object on stderr, as ``--json`` reports errors."""
+        self.err.print(json.dumps(data, ensure_ascii=True), soft_wrap=True)
+
     def note(self, text: str) -> None:
         self.err.print(f"[dim]{_safe(text, 500)}[/dim]")
 
@@ -199,7 +212,7 @@ class Terminal:
 
     def error(self, error: SkillwardError) -> None:
         if self.json_errors:
-            self.err.print(json.dumps(error_json(error), ensure_ascii=True), soft_wrap=True)
+            self.json_error(error_json(error))
             return
         line = f"[red]skillward:[/red] {_safe(str(error), 2000)}"
         if error.hint:

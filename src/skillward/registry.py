@@ -99,14 +99,7 @@ class Declined:
     def matches(self, ref: Reference) -> bool:
         """Whether ``ref`` names this declined entry, judging from its URI alone."""
         uri = self.error.uri
-        if uri is None or (ref.label is not None and ref.label != self.origin.label):
-            return False
-        if ref.kind == "uri":
-            return uri == ref.value
-        skill_path = uri.partition("://")[2].removesuffix("/SKILL.md")
-        if ref.kind == "path":
-            return skill_path == ref.value
-        return skill_path.rsplit("/", 1)[-1] == ref.value
+        return uri is not None and ref.names(self.origin.label, uri)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +119,19 @@ class Reference:
     label: str | None
     kind: Literal["name", "path", "uri"]
     value: str
+
+    def names(self, label: str, uri: str) -> bool:
+        """Whether this names the skill at ``uri`` (its ``SKILL.md``) under ``label``,
+        judging from the URI alone: its skill path, and the path's last segment as the
+        name (SEP-2640 makes the two equal)."""
+        if self.label is not None and self.label != label:
+            return False
+        if self.kind == "uri":
+            return uri == self.value
+        skill_path = uri.partition("://")[2].removesuffix("/SKILL.md")
+        if self.kind == "path":
+            return skill_path == self.value
+        return skill_path.rsplit("/", 1)[-1] == self.value
 
 
 def parse_reference(text: str) -> Reference:

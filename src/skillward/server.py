@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import gc
 import logging
 import mimetypes
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
@@ -266,18 +265,13 @@ def _decode_cursor(kind: str, cursor: str | None, total: int) -> int:
     return offset
 
 
-def _page_bounds(kind: str, total: int, cursor: str | None, size: int) -> tuple[int, str | None]:
-    """Where the page ``cursor`` names starts, and the cursor of the next page if any."""
-    start = _decode_cursor(kind, cursor, total)
-    end = start + size
-    return start, (_encode_cursor(kind, end) if end < total else None)
-
-
 def _page(
     kind: str, items: list[Any], cursor: str | None, size: int
 ) -> tuple[list[Any], str | None]:
-    start, next_cursor = _page_bounds(kind, len(items), cursor, size)
-    return items[start : start + size], next_cursor
+    """The page ``cursor`` names, and the cursor of the next page if any."""
+    start = _decode_cursor(kind, cursor, len(items))
+    end = start + size
+    return items[start:end], (_encode_cursor(kind, end) if end < len(items) else None)
 
 
 def _is_modern(ctx: ServerRequestContext[Any, Any]) -> bool:
@@ -421,20 +415,16 @@ def _list_handler(
     page_size: int,
     transform_entry: Callable[[ServedSkill], dict[str, Any]] | None,
 ) -> Callable[[ServerRequestContext[Any, Any], SkillsListParams], Awaitable[Any]]:
-    """The ``skills/list`` handler. The catalog is a snapshot, so the reference server's
-    entries are built once; a test's ``transform_entry`` may change its answers, so it is
-    asked on every request."""
+    """The ``skills/list`` handler. The listing is a snapshot taken when the server is
+    built, so the reference server builds its entries once, then; a test's
+    ``transform_entry`` may change its answers, so it is asked on every request."""
     listed = catalog.listed()
-    entries = None if transform_entry else [skill.entry() for skill in listed]
+    entries: list[Any] = listed if transform_entry else [skill.entry() for skill in listed]
 
     async def list_skills(ctx: ServerRequestContext[Any, Any], params: SkillsListParams) -> Any:
-        start, next_cursor = _page_bounds("skills", len(listed), params.cursor, page_size)
-        end = start + page_size
-        if entries is not None:
-            page = entries[start:end]
-        else:
-            assert transform_entry is not None
-            page = [transform_entry(skill) for skill in listed[start:end]]
+        page, next_cursor = _page("skills", entries, params.cursor, page_size)
+        if transform_entry:
+            page = [transform_entry(skill) for skill in page]
         result: dict[str, Any] = {"skills": page}
         if next_cursor is not None:
             result["nextCursor"] = next_cursor
@@ -521,18 +511,10 @@ def build_skills_server(
     return build_server(catalog, **options)
 
 
-def _freeze_catalog() -> None:
-    # The catalog is built and never changes: keep the garbage collector from rescanning
-    # its objects on every full collection while serving (a large part of a page's cost).
-    gc.collect()
-    gc.freeze()
-
-
 async def serve_stdio(server: Server[Any]) -> None:
     """Serve ``server`` on this process's stdin and stdout until the client leaves."""
     from mcp.server.stdio import stdio_server  # noqa: PLC0415  (stdio only when asked)
 
-    _freeze_catalog()
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 

@@ -25,6 +25,7 @@ import json
 import os
 import re
 import shlex
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +54,7 @@ __all__ = [
     "normalise_label",
     "parse_mcp_servers",
     "parse_server_option",
+    "redact",
 ]
 
 _LABEL_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")
@@ -100,9 +102,10 @@ class StdioTransport(_Spec):
 
     ``stderr`` says where the server's stderr goes. ``"log"`` (the default) appends it to
     a capped per-label log file in the user state directory, read back only escaped
-    (``skillward logs LABEL``). ``"inherit"`` passes it raw to this process's stderr,
-    where a server can write escape sequences that rewrite the terminal, prompts
-    included: only for debugging a server you wrote, and it logs a warning each time.
+    (``skillward logs LABEL``). ``"unsafe-inherit"`` passes it raw to this process's
+    stderr, where a server can write escape sequences that rewrite the terminal, prompts
+    included, and the secrets it was started with are not scrubbed: only for debugging a
+    server you wrote, and it logs a warning each time.
     ``"discard"`` drops it. ``log_dir`` puts the log elsewhere (never in a skills
     directory); it is not part of the server's identity.
     """
@@ -113,7 +116,7 @@ class StdioTransport(_Spec):
     #: Extra environment variables for the server. Values are secrets (never shown).
     env: dict[StrictStr, SecretStr] | None = None
     cwd: StrictStr | None = None
-    stderr: Literal["log", "inherit", "discard"] = "log"
+    stderr: Literal["log", "unsafe-inherit", "discard"] = "log"
     log_dir: Path | None = None
 
 
@@ -168,6 +171,14 @@ class InMemoryTransport(_Spec):
 _SECRET_WORD = 8
 
 
+def redact(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` without ``secrets`` (a spec's :meth:`ServerSpec.secret_values`, longest
+    first), each replaced by ``***``: a server may echo them in its errors or its stderr."""
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
 class ServerSpec(_Spec):
     """A labelled server and how to reach it."""
 
@@ -192,7 +203,8 @@ class ServerSpec(_Spec):
 
     def secret_values(self) -> tuple[str, ...]:
         """Header and environment values, and their words of 8 or more characters, longest
-        first: what error text from the server is cleaned of before anyone sees it."""
+        first: what error text and the stderr log of the server are cleaned of
+        (:func:`redact`) before anyone sees them."""
         transport = self.transport
         values: list[SecretStr] = []
         if isinstance(transport, HttpTransport):
@@ -361,9 +373,8 @@ def parse_mcp_servers(
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [key for key, _ in pairs]
-    for key in keys:
-        if keys.count(key) > 1:
+    for key, count in Counter(key for key, _ in pairs).items():
+        if count > 1:
             raise ConfigError(f"the key {key!r} appears twice in one object")
     return dict(pairs)
 

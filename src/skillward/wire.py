@@ -405,6 +405,14 @@ class DirectoryChild(WireModel):
     name: StrictStr
     mime_type: StrictStr | None = None
 
+    @field_validator("uri")
+    @classmethod
+    def _bound_uri(cls, value: str, info: ValidationInfo) -> str:
+        limit = _limits(info).max_uri_length
+        if len(value) > limit:
+            raise ValueError(f"URI is longer than {limit} characters")
+        return value
+
     @property
     def is_directory(self) -> bool:
         return self.mime_type == DIRECTORY_MIME_TYPE

@@ -205,3 +205,50 @@ def test_local_origins_are_not_called_servers(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "local skills 'project'" in result.stderr
     assert "server 'project'" not in result.stderr
+
+
+GONE = "gone=http://127.0.0.1:9/mcp"
+
+
+@pytest.mark.threat("T34")
+@pytest.mark.parametrize(
+    ("ref", "said"),
+    [
+        ("examples:no-such-skill", "no skill matches 'examples:no-such-skill'"),
+        ("nobody:refunds", "no server or skill directory is labelled 'nobody'"),
+    ],
+)
+def test_a_reference_to_another_server_is_not_blamed_on_one_that_failed(
+    tmp_path: Path, ref: str, said: str
+) -> None:
+    result = run("show", ref, "--no-local", "--server", EXAMPLES, "--server", GONE, home=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert said in result.stderr
+    assert "failed to connect, so its skills are unknown" not in result.stderr
+
+
+@pytest.mark.threat("T3")
+def test_an_ambiguous_name_lists_its_candidates_though_a_server_failed(tmp_path: Path) -> None:
+    twin = EXAMPLES.replace("examples=", "twin=", 1)
+    servers = ("--server", EXAMPLES, "--server", twin, "--server", GONE)
+    result = run("show", "refunds", "--no-local", *servers, home=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "examples:refunds" in result.stderr
+    assert "twin:refunds" in result.stderr
+
+
+@pytest.mark.threat("T34")
+def test_a_skill_only_a_failed_server_may_serve_is_blamed_on_it_in_json_too(
+    tmp_path: Path,
+) -> None:
+    servers = ("--server", EXAMPLES, "--server", GONE)
+    result = run("show", "no-such-skill", "--json", "--no-local", *servers, home=tmp_path)
+    assert result.returncode == 6, result.stderr
+    assert result.stdout == ""
+    connect, unknown = (json.loads(line) for line in result.stderr.splitlines())
+    assert connect["server"] == "gone"
+    assert unknown["error"] == "SkillNotFound"
+    assert unknown["failed_to_connect"] == ["gone"]
+    labelled = run("show", "gone:refunds", "--no-local", *servers, home=tmp_path)
+    assert labelled.returncode == 6, labelled.stderr
+    assert "'gone' failed to connect, so its skills are unknown" in labelled.stderr

@@ -119,6 +119,51 @@ def test_a_server_that_fails_to_start_shows_the_end_of_its_log_escaped(tmp_path:
     assert "skillward logs broken" in result.stderr
 
 
+@pytest.mark.threat("T24")
+def test_a_secret_a_server_writes_to_its_stderr_is_in_neither_the_output_nor_its_log(
+    tmp_path: Path,
+) -> None:
+    secret = "s3cr3t-t0ken-9f8e7d"
+    echo = (
+        "import os, sys; t = os.environ['LEAKY_TOKEN']; "
+        "sys.stderr.write('bad token ' + t + '\\n'); sys.stderr.flush(); "
+        "os.write(2, t[:5].encode()); os.write(2, (t[5:] + ' again\\n').encode()); sys.exit(1)"
+    )
+    config = tmp_path / "servers.json"
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "leaky": {
+                        "command": sys.executable,
+                        "args": ["-c", echo],
+                        "env": {"LEAKY_TOKEN": "${LEAKY_TOKEN}"},
+                    }
+                }
+            }
+        )
+    )
+    env = {**environment(tmp_path), "LEAKY_TOKEN": secret}
+    result = subprocess.run(
+        [sys.executable, "-m", "skillward", "list", "--no-local", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 6
+    assert "bad token ***" in result.stderr  # the tail was shown, scrubbed
+    assert "*** again" in result.stderr  # a secret split across two writes too
+    assert secret not in result.stdout + result.stderr
+    logged = (log_dir(tmp_path) / "leaky.log").read_bytes()
+    assert b"bad token ***\n" in logged
+    assert secret.encode() not in logged
+    shown = run("logs", "leaky", home=tmp_path)
+    assert "bad token ***" in shown.stdout
+    assert secret not in shown.stdout + shown.stderr
+
+
 @pytest.mark.threat("T23")
 def test_logs_prints_a_servers_log_escaped(tmp_path: Path) -> None:
     listed = run("list", "--no-local", "--server", hostile_server(tmp_path), home=tmp_path)

@@ -7,14 +7,25 @@ import logging
 import traceback
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import pytest
 from anyio.abc import SocketAttribute, SocketStream
+from mcp import Client
+from mcp.server import Server
 from pydantic import ValidationError
 
 from skillward.client import SkillsClient
-from skillward.errors import SkillwardError, TransportError
+from skillward.config import Limits
+from skillward.errors import (
+    DeadlineExceeded,
+    InvalidResponse,
+    ServerDisconnected,
+    SkillwardError,
+    TransportError,
+)
+from skillward.host import _connection_error
 from skillward.servers import HttpTransport, ServerSpec, StdioTransport, parse_mcp_servers
 
 pytestmark = pytest.mark.anyio
@@ -119,3 +130,61 @@ def test_environment_values_are_never_shown() -> None:
     for text in (repr(spec), str(spec), spec.describe(), spec.identity, spec.model_dump_json()):
         assert SECRET not in text
     assert SECRET in spec.secret_values()
+
+
+def unconnected(timeout: float = 60.0) -> SkillsClient:
+    """A client holding SECRET as the spec's secret; its operations are the test's own."""
+    server: Server[Any] = Server("quiet")
+    return SkillsClient(
+        Client(server), label="acme", limits=Limits(operation_timeout=timeout), secrets=(SECRET,)
+    )
+
+
+@pytest.mark.threat("T24")
+async def test_an_error_quoting_a_secret_after_the_deadline_is_not_chained() -> None:
+    async def leaky() -> None:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            # What the SDK raises as the deadline cancels it may quote anything.
+            raise RuntimeError(f"rejected token {SECRET}")
+
+    with anyio.fail_after(60), pytest.raises(DeadlineExceeded) as raised:
+        await unconnected(timeout=0.05)._run(leaky)
+    assert SECRET not in everything_shown(raised.value)
+
+
+@pytest.mark.threat("T24")
+async def test_a_skillward_error_chained_to_a_secret_is_raised_without_its_chain() -> None:
+    async def leaky() -> None:
+        raise InvalidResponse("the answer is malformed") from RuntimeError(f"token {SECRET}")
+
+    with anyio.fail_after(60), pytest.raises(InvalidResponse) as raised:
+        await unconnected()._run(leaky)
+    assert raised.value.server == "acme"
+    assert SECRET not in everything_shown(raised.value)
+
+
+@pytest.mark.threat("T24")
+async def test_an_error_without_a_secret_keeps_its_cause() -> None:
+    async def failing() -> None:
+        raise RuntimeError("connection reset")
+
+    with anyio.fail_after(60), pytest.raises(TransportError) as raised:
+        await unconnected()._run(failing)
+    assert isinstance(raised.value.__cause__, RuntimeError)
+
+
+@pytest.mark.threat("T24")
+def test_a_connection_that_ends_quoting_a_secret_is_reported_without_it() -> None:
+    spec = ServerSpec(
+        label="acme", transport=StdioTransport(command="acme", env={"ACME_TOKEN": SECRET})
+    )
+    group = ExceptionGroup("session", [OSError(f"pipe closed: {SECRET}")])
+    error = _connection_error(group, spec)
+    assert isinstance(error, ServerDisconnected)
+    assert error.server == "acme"
+    assert "pipe closed: ***" in error.message
+    assert SECRET not in everything_shown(error)
+    quoted = _connection_error(InvalidResponse(f"bad {SECRET}"), spec)
+    assert SECRET not in everything_shown(quoted)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from pydantic import ValidationError
 
 from skillward._serverlog import SESSION_MARK
 from skillward.client import SkillsClient
@@ -79,22 +80,29 @@ async def test_a_log_that_cannot_be_kept_drops_the_stderr_never_shows_it(
 
 
 @pytest.mark.threat("T23")
-async def test_inherit_warns_every_time_and_names_the_risk(
+async def test_unsafe_inherit_warns_every_time_and_names_the_risk(
     tmp_path: Path,
     skills: Path,
     caplog: pytest.LogCaptureFixture,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    spec = stdio_spec("debugging", skills, logs=tmp_path / "logs", stderr="inherit")
+    spec = stdio_spec("debugging", skills, logs=tmp_path / "logs", stderr="unsafe-inherit")
     with caplog.at_level(logging.WARNING, logger="skillward"):
         for _ in range(2):
             await list_once(spec)
-    warnings = [r for r in caplog.records if "stderr='inherit'" in r.getMessage()]
+    warnings = [r for r in caplog.records if "stderr='unsafe-inherit'" in r.getMessage()]
     assert len(warnings) == 2
     assert all("escape sequences" in r.getMessage() for r in warnings)
     assert "'debugging'" in warnings[0].getMessage()
     assert not (tmp_path / "logs").exists()
     capfd.readouterr()  # the raw bytes went to this process's stderr, as asked
+
+
+@pytest.mark.threat("T23")
+def test_raw_stderr_is_given_only_under_its_unsafe_name() -> None:
+    with pytest.raises(ValidationError):
+        StdioTransport(command="x", stderr="inherit")
+    assert StdioTransport(command="x", stderr="unsafe-inherit").stderr == "unsafe-inherit"
 
 
 async def test_discard_keeps_nothing(

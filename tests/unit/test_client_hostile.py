@@ -301,6 +301,60 @@ async def test_a_directory_cursor_loop_is_refused() -> None:
     await expect(ListingRunaway, hostile(directory=loop), lambda c: c.read_directory("skill://s0"))
 
 
+def child(i: int, name: str = "f") -> dict[str, Any]:
+    return {"uri": f"skill://s0/{i}", "name": name, "mimeType": "text/plain"}
+
+
+async def test_a_directory_page_larger_than_the_response_cap_is_refused_before_validation() -> None:
+    huge = "x" * (4 * 1024 * 1024)
+
+    async def bloated(ctx: Any, params: UriParams) -> dict[str, Any]:
+        return {"resources": [child(0, huge)]}
+
+    error = await expect(
+        ResponseTooLarge, hostile(directory=bloated), lambda c: c.read_directory("skill://s0")
+    )
+    assert "resources/directory/read" in str(error)
+
+
+async def test_directory_pages_larger_together_than_the_walk_cap_are_refused() -> None:
+    page = [child(i, "n" * 10_000) for i in range(20)]
+
+    async def paged(ctx: Any, params: UriParams) -> dict[str, Any]:
+        n = int(params.cursor or 0)
+        return {"resources": page, "nextCursor": str(n + 1) if n < 99 else None}
+
+    error = await expect(
+        ListingRunaway,
+        hostile(directory=paged),
+        lambda c: c.read_directory("skill://s0"),
+        limits=Limits(max_listing_bytes=1024 * 1024),
+        within=20,
+    )
+    assert "directory listing is larger than" in str(error)
+
+
+async def test_a_directory_child_with_an_overlong_uri_is_an_invalid_response() -> None:
+    async def long_uri(ctx: Any, params: UriParams) -> dict[str, Any]:
+        return {"resources": [{"uri": "skill://s0/" + "a" * 3000, "name": "a"}]}
+
+    error = await expect(
+        InvalidResponse, hostile(directory=long_uri), lambda c: c.read_directory("skill://s0")
+    )
+    assert "2048 characters" in str(error)
+
+
+async def test_a_directory_within_every_bound_is_read_whole() -> None:
+    async def paged(ctx: Any, params: UriParams) -> dict[str, Any]:
+        n = int(params.cursor or 0)
+        return {"resources": [child(n)], "nextCursor": str(n + 1) if n < 2 else None}
+
+    with anyio.fail_after(5):
+        async with SkillsClient.connect(hostile(directory=paged)) as client:
+            children = await client.read_directory("skill://s0")
+    assert [c.uri for c in children] == [f"skill://s0/{i}" for i in range(3)]
+
+
 async def test_get_answering_for_another_skill_is_an_invalid_response() -> None:
     async def swap(ctx: Any, params: UriParams) -> dict[str, Any]:
         return {"skill": entry(1)}

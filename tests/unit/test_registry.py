@@ -80,6 +80,26 @@ def test_references_parse_into_label_kind_and_value(
     assert (ref.label, ref.kind, ref.value) == (label, kind, value)
 
 
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("refunds", True),
+        ("acme:refunds", True),
+        ("other:refunds", False),
+        ("acme/billing/refunds", True),
+        ("acme:acme/billing/refunds", True),
+        ("billing/refunds", False),
+        ("skill://acme/billing/refunds/SKILL.md", True),
+        ("acme:skill://acme/billing/refunds/SKILL.md", True),
+        ("skill://acme/billing/SKILL.md", False),
+        ("billing", False),
+    ],
+)
+def test_a_reference_names_a_skill_by_its_uri_path_or_last_segment(text: str, named: bool) -> None:
+    uri = "skill://acme/billing/refunds/SKILL.md"
+    assert parse_reference(text).names("acme", uri) is named
+
+
 @pytest.mark.parametrize("text", ["", "Acme:refunds", "acme:", "a_b:x", "/", "acme:/"])
 def test_malformed_references_are_usage_errors(text: str) -> None:
     with pytest.raises(UsageError):

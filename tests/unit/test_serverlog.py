@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 from skillward._dirs import server_log_dir
 from skillward._local import default_local_dirs
-from skillward._serverlog import LogWriter, escaped_lines, log_path, read_log
+from skillward._serverlog import LogWriter, Scrubber, escaped_lines, log_path, read_log
 from skillward.errors import ConfigError
 from tests.support.stderr_server import HOSTILE
 
@@ -95,6 +96,41 @@ def test_any_bytes_read_back_are_printable(data: bytes) -> None:
         assert line.isprintable()
         # 100 characters kept, each at most a 10-character escape, and "...".
         assert len(line) <= 100 * 10 + 3
+
+
+# A header value and its words; a word that ends another; one that is not ASCII.
+SECRETS = ("Bearer s3cr3t-t0ken-9f8e7d x1", "s3cr3t-t0ken-9f8e7d", "pässwört-ünïcode")
+
+
+@pytest.mark.threat("T24")
+@given(
+    st.lists(
+        st.one_of(st.binary(max_size=40), st.sampled_from([s.encode() for s in SECRETS])),
+        max_size=12,
+    ),
+    st.lists(st.integers(min_value=0, max_value=400), max_size=8),
+)
+def test_no_secret_reaches_the_log_however_the_stream_is_cut(
+    parts: list[bytes], cuts: list[int]
+) -> None:
+    stream = b"".join(parts)
+    scrubber = Scrubber(SECRETS)
+    bounds = sorted({0, len(stream), *(c for c in cuts if c < len(stream))})
+    written = b"".join(scrubber.feed(stream[a:b]) for a, b in itertools.pairwise(bounds))
+    written += scrubber.flush()
+    for secret in SECRETS:
+        assert secret.encode() not in written
+    # Where the reads end changes nothing: the stream scrubbed at once is the same.
+    whole = Scrubber(SECRETS)
+    assert written == whole.feed(stream) + whole.flush()
+    if not any(secret.encode() in stream for secret in SECRETS):
+        assert written == stream
+
+
+def test_without_secrets_the_stream_passes_unchanged_and_unheld() -> None:
+    scrubber = Scrubber(())
+    assert scrubber.feed(b"\xff partial") == b"\xff partial"
+    assert scrubber.flush() == b""
 
 
 def test_reading_a_log_is_bounded_and_keeps_the_order(tmp_path: Path) -> None:

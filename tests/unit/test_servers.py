@@ -141,6 +141,7 @@ def test_a_bad_entry_is_reported_with_the_file_name_and_the_rest_loads(tmp_path:
         ({"a": {"url": "https://x", "headers": {"A": 5}}}, "headers"),
         ({"a": {"url": "https://x", "headers": {"A": "caf\u00e9"}}}, "not printable ASCII"),
         ({"a": {"command": "x", "stderr": "inherit"}}, "stderr"),
+        ({"a": {"command": "x", "stderr": "unsafe-inherit"}}, "stderr"),
         ({"a": {"command": "x", "log_dir": "/tmp"}}, "log_dir"),
         ({"a": {"command": "x", "surprise": 1}}, "surprise"),
     ],
