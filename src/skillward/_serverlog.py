@@ -23,6 +23,7 @@ from typing import TextIO
 
 import anyio
 
+from skillward._tree import CLOEXEC, NOFOLLOW
 from skillward.errors import printable
 from skillward.servers import check_label, redact
 
@@ -41,7 +42,7 @@ logger = logging.getLogger("skillward")
 _CHUNK = 64 * 1024
 #: How long to wait, once the server has stopped, for what it wrote last.
 _DRAIN_SECONDS = 2.0
-_OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+_OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | NOFOLLOW | CLOEXEC
 
 
 def log_path(directory: Path, label: str) -> Path:
@@ -235,7 +236,7 @@ async def capture(
 
 def _read_tail(path: Path, max_bytes: int) -> bytes:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | NOFOLLOW | CLOEXEC)
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.ELOOP):
             return b""

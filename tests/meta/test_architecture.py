@@ -135,14 +135,9 @@ def test_the_host_depends_on_the_cache_seam_never_on_the_disk_cache() -> None:
 # Open flags some platforms lack (Windows): read as getattr(os, NAME, 0), or `_tree`'s
 # shared constants, so that importing skillward works there.
 POSIX_FLAGS = {"O_NOFOLLOW", "O_NONBLOCK", "O_CLOEXEC", "O_DIRECTORY"}
-PENDING = pytest.mark.xfail(reason="_serverlog.py still reads os.O_NOFOLLOW directly")
 
 
-@pytest.mark.parametrize(
-    "path",
-    [pytest.param(p, marks=PENDING) if p.name == "_serverlog.py" else p for p in MODULES],
-    ids=lambda p: str(p.relative_to(PACKAGE)),
-)
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_open_flags_some_platforms_lack_are_never_read_directly(path: Path) -> None:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     direct = sorted(
