@@ -9,9 +9,10 @@ The minimal server (bench/_pages_server.py) answers skills/list from the very pa
 * the client's side: SkillsClient.list_skills (listing bounds, every entry validated)
   against that bare walk, both from the minimal server.
 
-Goals: the listing walk within 1.5x of the minimal server. Start-up does the real work
-of scanning and verifying every skill, so its goal (5x) and the client's (5x) are
-guards against regressions rather than targets.
+Goals: start-up within 1.5x of the minimal server's, though it does the real work of
+reading, hashing and checking every skill while the minimal server reads one file (both
+pay for starting Python and importing the mcp SDK); the listing walk within 1.5x. The
+client's goal (5x) is a guard against regressions rather than a target.
 
 Run: .venv/bin/python bench/bench_list_stdio.py
 """
@@ -86,7 +87,7 @@ def start_up(argv: list[str]) -> Callable[[], Awaitable[float]]:
 
 async def best_start_up(serve: list[str], minimal: list[str]) -> tuple[float, float]:
     best = [float("inf"), float("inf")]
-    for _ in range(3):
+    for _ in range(5):
         for index, argv in enumerate((serve, minimal)):
             best[index] = min(best[index], await start_up(argv)())
     return best[0], best[1]
@@ -137,7 +138,7 @@ async def main() -> None:
         serve_start,
         "minimal server reading the pages from JSON",
         minimal_start,
-        goal=5.0,
+        goal=1.5,
     )
     report(
         "listing walk, skillward serve",

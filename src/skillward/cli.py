@@ -382,19 +382,26 @@ def _serve(args: argparse.Namespace) -> int:
     directory = args.directory or server.example_skills_dir()
     if not directory.is_dir():
         raise UsageError(f"{directory} is not a directory")
-    catalog = server.SkillCatalog.from_directory(directory, unlisted=args.unlisted)
-    for problem in catalog.problems:
-        print(f"skillward serve: {problem}", file=sys.stderr)
-    if not catalog.skills:
-        print(f"skillward serve: no servable skills under {directory}", file=sys.stderr)
-    mcp_server = server.build_server(
-        catalog, name=args.name, page_size=max(1, args.page_size), tamper=args.tamper
-    )
-    # The catalog is built and never changes: keep the garbage collector from rescanning
-    # its objects on every full collection while serving (a large part of a page's cost).
-    # This process only serves, so freezing all it holds is the command's choice to make.
+    # This process only serves, so how it collects garbage is the command's choice. What
+    # importing left is collected and frozen; building the catalog makes many objects
+    # and no garbage cycles (a test holds it to that), so the collector stays off while
+    # building and the catalog is frozen as built. It never changes, and a collector
+    # scanning it on every full collection while serving would be most of a page's cost.
     gc.collect()
     gc.freeze()
+    gc.disable()
+    try:
+        catalog = server.SkillCatalog.from_directory(directory, unlisted=args.unlisted)
+        for problem in catalog.problems:
+            print(f"skillward serve: {problem}", file=sys.stderr)
+        if not catalog.skills:
+            print(f"skillward serve: no servable skills under {directory}", file=sys.stderr)
+        mcp_server = server.build_server(
+            catalog, name=args.name, page_size=max(1, args.page_size), tamper=args.tamper
+        )
+    finally:
+        gc.freeze()
+        gc.enable()
     try:
         if args.http is None:
 
