@@ -122,20 +122,22 @@ def read_open_file(fd: int, max_bytes: int, shown: object, *, cut: bool = False)
         if not stat.S_ISREG(info.st_mode):
             raise NotRegularFile(f"{shown} is not a regular file")
         want = max_bytes if cut else max_bytes + 1
-        chunks: list[bytes] = []
-        # Sized by fstat, so a small file costs no buffer of the whole cap; a file that
-        # grows meanwhile is read on, still never past the cap.
-        ask = min(want, info.st_size + 1)
-        while want > 0:
-            chunk = os.read(fd, min(want, ask))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            want -= len(chunk)
-            ask = _READ_STEP
+        # Sized by fstat, so a small file costs no buffer of the whole cap; then read on
+        # to the end, as the file may have grown meanwhile, still never past the cap.
+        data = os.read(fd, min(want, info.st_size + 1))
+        if data and len(data) < want:
+            chunks = [data]
+            left = want - len(data)
+            while left > 0:
+                chunk = os.read(fd, min(left, _READ_STEP))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                left -= len(chunk)
+            if len(chunks) > 1:
+                data = b"".join(chunks)
     finally:
         os.close(fd)
-    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     if len(data) > max_bytes:
         raise FileTooLarge(f"{shown} is larger than {max_bytes} bytes")
     return data
@@ -145,38 +147,24 @@ def _is_hidden(name: str) -> bool:
     return name.startswith(".")
 
 
-class _Budget:
-    def __init__(self, limits: TreeLimits, where: object) -> None:
-        self.left = limits.max_entries
-        self.where = where
-
-    def spend(self, count: int) -> None:
-        self.left -= count
-        if self.left < 0:
-            raise self.overflow()
-
-    def overflow(self) -> OverflowError:
-        return OverflowError(f"more than the allowed number of entries under {self.where}")
+def _too_many(where: object) -> OverflowError:
+    return OverflowError(f"more than the allowed number of entries under {where}")
 
 
 #: Sorted directory listings by path, kept by one walk for the next (see find_skill_dirs).
 Listings = dict[str, list[os.DirEntry[str]]]
 
 
-def _entries(directory: str, budget: _Budget, listings: Listings | None) -> list[os.DirEntry[str]]:
-    entries = listings.get(directory) if listings is not None else None
-    if entries is not None:
-        budget.spend(len(entries))
-        return entries
+def _list(directory: str, allowed: int, where: object) -> list[os.DirEntry[str]]:
+    """The entries of ``directory`` by name; OverflowError past ``allowed`` of them, as
+    they are read: a huge directory is never listed whole."""
     entries = []
-    left = budget.left
     with os.scandir(directory) as iterator:
         for entry in iterator:
-            left -= 1
-            if left < 0:
-                raise budget.overflow()  # a huge directory is never listed whole
+            allowed -= 1
+            if allowed < 0:
+                raise _too_many(where)
             entries.append(entry)
-    budget.left = left
     entries.sort(key=_NAME)
     return entries
 
@@ -194,35 +182,36 @@ def find_skill_dirs(
     :func:`walk_files` of each skill found need not list its directories again.
     """
     limits = limits or TreeLimits()
-    budget = _Budget(limits, root)
+    left = limits.max_entries
+    max_depth = limits.max_depth
     found: list[tuple[tuple[str, ...], str]] = []
     notes: list[str] = []
     # A stack, not recursion: no closure cycle keeps every listing alive until a collection.
     stack: list[tuple[str, tuple[str, ...]]] = [(str(root), ())]
     while stack:
         directory, parts = stack.pop()
-        entries = _entries(directory, budget, None)
+        entries = _list(directory, left, root)
+        left -= len(entries)
         if keep is not None:
             keep[directory] = entries
+        deep = len(parts) >= max_depth
         below: list[tuple[str, tuple[str, ...]]] = []
         for entry in entries:
-            if entry.name == SKILL_FILE:
+            name = entry.name
+            if name == SKILL_FILE:
                 if entry.is_file(follow_symlinks=False):
                     found.append((parts, directory))
                 elif entry.is_symlink():
                     notes.append(f"{entry.path}: symlinked SKILL.md skipped")
-            if len(parts) >= limits.max_depth:
+            if deep:
                 continue
-            if entry.is_symlink():
-                if entry.is_dir():
-                    notes.append(f"{entry.path}: symlinked directory not followed")
-            elif (
-                entry.is_dir(follow_symlinks=False)
-                and not _is_hidden(entry.name)
-                and entry.name not in SKIPPED_DIRS
-            ):
-                below.append((entry.path, (*parts, entry.name)))
-        stack.extend(reversed(below))
+            if entry.is_dir(follow_symlinks=False):
+                if not _is_hidden(name) and name not in SKIPPED_DIRS:
+                    below.append((entry.path, (*parts, name)))
+            elif entry.is_symlink() and entry.is_dir():
+                notes.append(f"{entry.path}: symlinked directory not followed")
+        if below:
+            stack.extend(reversed(below))
     return found, notes
 
 
@@ -237,28 +226,37 @@ def walk_files(
     refuses anything but a regular file.
     """
     limits = limits or TreeLimits()
-    budget = _Budget(limits, root)
+    left = limits.max_entries
+    max_depth = limits.max_depth
     files: list[tuple[tuple[str, ...], str]] = []
     notes: list[str] = []
     stack: list[tuple[str, tuple[str, ...]]] = [(str(root), ())]
     while stack:
         directory, parts = stack.pop()
-        for entry in _entries(directory, budget, listings):
+        deeper = len(parts) + 1 >= max_depth
+        entries = listings.get(directory) if listings is not None else None
+        if entries is None:
+            entries = _list(directory, left, root)
+        left -= len(entries)
+        if left < 0:
+            raise _too_many(root)
+        for entry in entries:
             name = entry.name
-            if _is_hidden(name) or name in SKIPPED_DIRS:
+            if name[0] == "." or name in SKIPPED_DIRS:  # hidden, or skipped by name
                 continue
-            if entry.is_symlink():
-                notes.append(f"{entry.path}: symlink skipped")
+            if entry.is_file(follow_symlinks=False):
+                files.append(((*parts, name), entry.path))
             elif entry.is_dir(follow_symlinks=False):
-                if len(parts) + 1 >= limits.max_depth:
-                    notes.append(f"{entry.path}: deeper than {limits.max_depth} levels, skipped")
+                if deeper:
+                    notes.append(f"{entry.path}: deeper than {max_depth} levels, skipped")
                 else:
                     stack.append((entry.path, (*parts, name)))
-            elif entry.is_file(follow_symlinks=False):
-                files.append(((*parts, name), entry.path))
+            elif entry.is_symlink():
+                notes.append(f"{entry.path}: symlink skipped")
             else:
                 notes.append(f"{entry.path}: not a regular file, skipped")
-    files.sort(key=_first)
+    if len(files) > 1:
+        files.sort(key=_first)
     return files, notes
 
 

@@ -382,13 +382,12 @@ def _serve(args: argparse.Namespace) -> int:
     directory = args.directory or server.example_skills_dir()
     if not directory.is_dir():
         raise UsageError(f"{directory} is not a directory")
-    # This process only serves, so how it collects garbage is the command's choice. What
-    # importing left is collected and frozen; building the catalog makes many objects
-    # and no garbage cycles (a test holds it to that), so the collector stays off while
-    # building and the catalog is frozen as built. It never changes, and a collector
-    # scanning it on every full collection while serving would be most of a page's cost.
-    gc.collect()
-    gc.freeze()
+    # This process only serves, so how it collects garbage is the command's choice.
+    # Building the catalog makes many objects and no garbage cycles (a test holds it to
+    # that), so the collector stays off while building, and all the process holds is
+    # then frozen as it is: the catalog never changes, and a collector scanning it on
+    # every full collection while serving would be most of a page's cost. (Importing
+    # leaves a few dozen objects of cyclic garbage: not worth a full collection.)
     gc.disable()
     try:
         catalog = server.SkillCatalog.from_directory(directory, unlisted=args.unlisted)

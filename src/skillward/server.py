@@ -29,11 +29,12 @@ import binascii
 import functools
 import logging
 import mimetypes
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import mcp_types as types
@@ -74,6 +75,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _DEFAULT_PAGE_SIZE = 50
+# An authority with none of what a URI authority may not hold as it stands (":", "@",
+# percent-encodings): the first segment of a canonical path that parses as one.
+_PLAIN_AUTHORITY = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=]+\Z")
 _SERVE_TREE = TreeLimits(max_depth=16, max_entries=1_000_000)
 _TTL_MS = 60_000
 
@@ -84,9 +88,9 @@ def example_skills_dir() -> Path:
 
 
 @functools.lru_cache(maxsize=8)
-def _skill_tree(limits: Limits) -> TreeLimits:
+def _skill_tree(max_files: int) -> TreeLimits:
     """The walk of one skill: room to see, and refuse, a skill past its file limit."""
-    return TreeLimits(max_entries=limits.max_skill_files * 4)
+    return TreeLimits(max_entries=max_files * 4)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -97,10 +101,11 @@ def _mime_type(name: str) -> str:
     return guessed or "application/octet-stream"
 
 
-@dataclass(frozen=True, slots=True)
-class ServedFile:
+class ServedFile(NamedTuple):
     """One file as served: its URI, exact bytes, digest and MIME type."""
 
+    # A named tuple, not a frozen dataclass: as immutable, and much cheaper to make for
+    # the tens of thousands of files a large tree holds.
     uri: str
     name: str
     data: bytes
@@ -210,7 +215,9 @@ class SkillCatalog:
         limits = self.limits
         root_uri = f"{self.scheme}://" + "/".join(map(encode_segment, segments))
         skill_md_uri = f"{root_uri}/{SKILL_FILE}"
-        paths, notes = walk_files(directory, limits=_skill_tree(limits), listings=listings)
+        paths, notes = walk_files(
+            directory, limits=_skill_tree(limits.max_skill_files), listings=listings
+        )
         self.problems.extend(notes)
         if len(paths) > limits.max_skill_files:
             raise SkillTooLarge(f"{len(paths)} files; at most {limits.max_skill_files} are allowed")
@@ -248,13 +255,19 @@ class SkillCatalog:
         tests/unit/test_server_catalog.py holds this to parse_entry over generated trees.
         """
         limits = self.limits
-        try:
-            root = skill_root_of(skill.uri)
-        except InvalidUri as exc:
-            raise InvalidEntry(f"invalid skill entry: uri: {exc.message}") from None
-        if root.name != skill.name:
+        authority, _, path = skill.uri[len(self.scheme) + 3 :].partition("/")
+        # Plain names (the usual kind) make a URI every host parses; anything else is
+        # parsed as a host would, to learn whether it can be served.
+        plain = self.scheme == "skill" and _PLAIN_AUTHORITY.match(authority)
+        if not plain or len(skill.uri) > MAX_URI_LENGTH:
+            try:
+                skill_root_of(skill.uri)
+            except InvalidUri as exc:
+                raise InvalidEntry(f"invalid skill entry: uri: {exc.message}") from None
+        segment = (authority + "/" + path).removesuffix("/" + SKILL_FILE).rpartition("/")[2]
+        if segment != skill.name:
             raise InvalidEntry(
-                f"invalid skill entry: the final skill-path segment {root.name[:80]!r} must "
+                f"invalid skill entry: the final skill-path segment {segment[:80]!r} must "
                 f"equal frontmatter.name {skill.name!r}"
             )
         longest = max(len(served.uri) for served in skill.files)

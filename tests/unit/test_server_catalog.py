@@ -13,7 +13,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from skillward._tree import encode_segment, find_skill_dirs, walk_files
+from skillward._tree import (
+    FileTooLarge,
+    encode_segment,
+    find_skill_dirs,
+    read_regular_file,
+    walk_files,
+)
 from skillward.client import SkillsClient
 from skillward.config import Limits
 from skillward.errors import ServerRejected
@@ -199,6 +205,29 @@ def test_a_walk_over_kept_listings_finds_what_a_fresh_walk_finds(tmp_path: Path)
     assert len(found) == 4
     for _, directory in found:
         assert walk_files(directory, listings=kept) == walk_files(directory)
+
+
+@pytest.mark.threat("T11")
+def test_files_are_read_whole_up_to_the_cap_and_refused_one_byte_past_it(tmp_path: Path) -> None:
+    data = os.urandom(3 * 1024 * 1024 + 7)
+    path = write(tmp_path, "big.bin", data)
+    assert read_regular_file(path, len(data)) == data
+    with pytest.raises(FileTooLarge):
+        read_regular_file(path, len(data) - 1)
+    assert read_regular_file(path, 100, cut=True) == data[:100]
+    assert read_regular_file(write(tmp_path, "empty", b""), 10) == b""
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux's /proc")
+def test_a_file_longer_than_its_size_says_is_still_read_to_its_end(tmp_path: Path) -> None:
+    # /proc files report a size of 0: the reader must not trust fstat for the length.
+    status = Path("/proc/self/status")
+    assert status.stat().st_size == 0
+    text = read_regular_file(status, 1_000_000)
+    assert text.startswith(b"Name:")
+    assert b"\nPid:" in text
+    with pytest.raises(FileTooLarge):
+        read_regular_file(status, 10)
 
 
 def test_a_skill_over_the_file_limit_is_refused(tmp_path: Path) -> None:
