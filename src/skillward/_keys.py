@@ -35,7 +35,7 @@ from keyring.backend import KeyringBackend
 
 from skillward.errors import RememberUnavailable
 
-__all__ = ["KEY_BYTES", "SERVICE", "OsKeyring"]
+__all__ = ["ATTEMPTS", "KEY_BYTES", "SERVICE", "OsKeyring"]
 
 SERVICE = "skillward"
 KEY_BYTES = 32
@@ -99,7 +99,7 @@ class OsKeyring:
                 return action()
             except keyring.errors.KeyringError:
                 raise
-            except Exception:  # noqa: BLE001  D-Bus errors (secretstorage, jeepney) vary
+            except Exception:  # D-Bus errors (secretstorage, jeepney) have no common base
                 self._pause(delay)
                 delay *= 2
         return action()

@@ -58,7 +58,14 @@ from skillward.config import Limits
 from skillward.errors import RememberUnavailable, StoreTampered
 from skillward.origins import SkillKey
 
-__all__ = ["FORMAT", "FileApprovalStore", "KeyProvider", "encode", "record_line"]
+__all__ = [
+    "FORMAT",
+    "VERIFY_ATTEMPTS",
+    "FileApprovalStore",
+    "KeyProvider",
+    "encode",
+    "record_line",
+]
 
 logger = logging.getLogger("skillward")
 
@@ -69,7 +76,7 @@ _MAC_HEX = 64
 _LOCK_POLL = 0.005
 #: Verifications of a file that fails because of what the keyring returned, before it is
 #: moved aside: a read that raced the keyring's own bookkeeping is read again.
-_VERIFY_ATTEMPTS = 3
+VERIFY_ATTEMPTS = 3
 
 
 class KeyProvider(Protocol):
@@ -166,7 +173,8 @@ def _key_of(line: bytes) -> tuple[str, str]:
 class _Untrusted(Exception):  # internal signal; never escapes this module
     def __init__(self, reason: str, *, keyring: bool = False) -> None:
         self.reason = reason
-        #: The verdict rests on what the keyring returned (its key or counter).
+        #: The verdict rests on what the keyring returned (no key, no counter, or text that
+        #: is not one), which a read racing the keyring's bookkeeping can also produce.
         self.keyring = keyring
 
 
@@ -371,15 +379,15 @@ class FileApprovalStore:
     def _load(self) -> _Loaded:
         """The store on disk, verified (lock held). An untrusted file is moved aside and
         reported, and a missing counter update is repaired."""
-        for attempt in range(1, _VERIFY_ATTEMPTS + 1):
+        tries = 1
+        while True:
             try:
-                return self._verified(fresh=attempt > 1)
+                return self._verified(fresh=tries > 1)
             except _Untrusted as untrusted:
-                if untrusted.keyring and attempt < _VERIFY_ATTEMPTS:
-                    continue  # read the key and counter again before calling it untrusted
-                self._move_aside(untrusted.reason)
-                return _Loaded(self._stat(), max(self.keys.generation(), 0))
-        raise AssertionError("unreachable")  # pragma: no cover
+                if not untrusted.keyring or tries == VERIFY_ATTEMPTS:
+                    self._move_aside(untrusted.reason)
+                    return _Loaded(self._stat(), max(self.keys.generation(), 0))
+            tries += 1  # read the key and counter again before calling the file untrusted
 
     def _verified(self, *, fresh: bool) -> _Loaded:
         counter = self.keys.generation()
@@ -395,8 +403,7 @@ class FileApprovalStore:
         if generation < counter:
             raise _Untrusted(
                 f"is an older copy (generation {generation}; the keyring expects {counter}): "
-                "a stored approval may have been brought back after it was revoked",
-                keyring=True,
+                "a stored approval may have been brought back after it was revoked"
             )
         if generation > counter + 1:
             raise _Untrusted(
@@ -431,9 +438,11 @@ class FileApprovalStore:
             return False
         if hmac.compare_digest(head, _mac(key, body)):
             return True
+        if fresh:
+            return False  # the key was just read from the keyring
         # Another process may have reset the store with a new key since this one read it.
-        fresh = self.keys.key(create=False, fresh=True)
-        return fresh is not None and fresh != key and hmac.compare_digest(head, _mac(fresh, body))
+        newer = self.keys.key(create=False, fresh=True)
+        return newer is not None and newer != key and hmac.compare_digest(head, _mac(newer, body))
 
     def _move_aside(self, reason: str) -> None:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(self.clock()))
