@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ TIMEOUT = 60
 EXAMPLES = f"examples={sys.executable} -m skillward serve"
 TAMPERED = f"{EXAMPLES} --tamper {DEMO_TAMPERED_URI}"
 NO_KEYRING = "keyring.backends.fail.Keyring"
+SECRET_SERVICE = "keyring.backends.SecretService.Keyring"
 
 
 def run(
@@ -26,6 +28,7 @@ def run(
     stdin: str = "",
     columns: int = 200,
     keyring: str | None = NO_KEYRING,
+    prefix: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
@@ -42,7 +45,7 @@ def run(
     if keyring is not None:
         env["PYTHON_KEYRING_BACKEND"] = keyring
     return subprocess.run(
-        [sys.executable, "-m", "skillward", *args],
+        [*prefix, sys.executable, "-m", "skillward", *args],
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
@@ -160,6 +163,52 @@ def secret_service_or_skip(home: Path) -> None:
             f"no usable keyring ({why}); run under dbus-run-session with an unlocked "
             "gnome-keyring-daemon, as .ci/run does"
         )
+
+
+def private_bus_or_skip(home: Path) -> tuple[str, ...]:
+    """A command prefix running the command on its own session bus, where a Secret Service
+    (gnome-keyring, started on demand in ``home``) has no collection yet."""
+    bus = shutil.which("dbus-run-session")
+    if bus is None or shutil.which("gnome-keyring-daemon") is None:
+        pytest.skip("needs dbus-run-session and gnome-keyring-daemon (.ci/run installs them)")
+    runtime = home / "run"
+    runtime.mkdir(mode=0o700)
+    # No display, so the prompt to create a collection cannot be shown (it counts as
+    # dismissed); the daemon's sockets go in the test's directory, not the user's.
+    return (
+        "env",
+        "-u",
+        "DISPLAY",
+        "-u",
+        "WAYLAND_DISPLAY",
+        f"XDG_RUNTIME_DIR={runtime}",
+        bus,
+        "--",
+    )
+
+
+@pytest.mark.threat("T27")
+def test_a_first_approval_where_the_keyring_has_no_collection_says_what_to_do_in_one_line(
+    tmp_path: Path,
+) -> None:
+    prefix = private_bus_or_skip(tmp_path)
+    common = ("--no-local", "--server", EXAMPLES)
+    approved = run(
+        "approve", "refunds", "--yes", *common, home=tmp_path, keyring=SECRET_SERVICE, prefix=prefix
+    )
+    assert approved.returncode == 3, approved.stderr
+    (line,) = [line for line in approved.stderr.splitlines() if "not remembered" in line]
+    assert "has no default keyring" in line
+    assert "gnome-keyring-daemon --replace --unlock" in line
+    assert "InitError" not in approved.stderr
+    assert "Traceback" not in approved.stderr
+    listed = run(
+        "approvals", "list", "--json", home=tmp_path, keyring=SECRET_SERVICE, prefix=prefix
+    )
+    assert listed.returncode == 0, listed.stderr
+    report = json.loads(listed.stdout)
+    assert report["approvals"] == []
+    assert "has no default keyring" in report["remember_unavailable"]
 
 
 @pytest.mark.threat("T18")
