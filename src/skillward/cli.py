@@ -64,7 +64,7 @@ from skillward.host import HostConfig, SkillHost
 from skillward.origins import SkillKey
 from skillward.policy import EffectivePolicy
 from skillward.prompts import OriginSummary, Terminal, TerminalApprover, error_json, to_devnull
-from skillward.registry import parse_reference
+from skillward.registry import nearest_label, parse_reference
 from skillward.servers import (
     ServersConfig,
     ServerSpec,
@@ -810,8 +810,10 @@ def _logs(args: argparse.Namespace, terminal: Terminal) -> int:
     directory = server_log_dir()
     data = read_log(directory, label, max_bytes=Limits().max_server_log_bytes)
     if data is None:
-        raise UsageError(
-            f"no stderr log for server {label!r} in {directory}",
+        near = nearest_label(label, (path.stem for path in directory.glob("*.log")))
+        raise UnknownServer(
+            f"no stderr log for server {label!r} in {directory}"
+            + (f"; did you mean {near!r}?" if near else ""),
             hint="Logs are kept for stdio servers that skillward has started.",
         )
     lines = escaped_lines(data, limit=10_000)
@@ -828,8 +830,9 @@ def _logs(args: argparse.Namespace, terminal: Terminal) -> int:
 def _cache(args: argparse.Namespace, terminal: Terminal) -> int:
     cache = DiskCache()
     if args.cache_action == "purge":
-        files, size = cache.purge(args.label)
-        whose = f"of {args.label}" if args.label else "of every server"
+        label = None if args.label is None else normalise_label(args.label)
+        files, size = cache.purge(label)
+        whose = f"of {label}" if label else "of every server"
         terminal.note(f"removed {files} cached files ({size} bytes) {whose}")
         return EXIT_OK
     usage = cache.usage()

@@ -256,9 +256,10 @@ def test_cache_list_shows_what_a_load_kept_and_purge_removes_it(tmp_path: Path) 
     skill_md_bytes = (example_skills_dir() / "acme/billing/refunds/SKILL.md").read_bytes()
     assert (examples["files"], examples["bytes"]) == (1, len(skill_md_bytes))
     assert "examples  1 files" in run("cache", "list", home=tmp_path).stdout
-    purged = run("cache", "purge", "examples", home=tmp_path)
+    purged = run("cache", "purge", "Examples", home=tmp_path)
     assert purged.returncode == 0, purged.stderr
-    assert "removed 1 cached files" in purged.stderr
+    assert "removed 1 cached files (" in purged.stderr
+    assert "of examples" in purged.stderr
     assert json.loads(run("cache", "list", "--json", home=tmp_path).stdout)["labels"] == []
 
 
