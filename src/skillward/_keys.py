@@ -18,12 +18,12 @@ import binascii
 import hashlib
 import secrets
 import threading
-from typing import Any
-
-import keyring
-from keyring.backend import KeyringBackend
+from typing import TYPE_CHECKING, Any
 
 from skillward.errors import RememberUnavailable
+
+if TYPE_CHECKING:
+    from keyring.backend import KeyringBackend
 
 __all__ = ["KEY_BYTES", "SERVICE", "OsKeyring"]
 
@@ -54,6 +54,9 @@ class OsKeyring:
     @property
     def backend(self) -> KeyringBackend:
         if self._backend is None:
+            # Imported here: a process that never touches the keyring never loads it.
+            import keyring  # noqa: PLC0415
+
             self._backend = keyring.get_keyring()
         return self._backend
 
