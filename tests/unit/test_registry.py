@@ -315,3 +315,11 @@ def test_a_written_label_reaches_only_the_origin_labelled_its_normal_form(writte
     else:
         with pytest.raises(UnknownServer):
             registry.resolve(f"{written}:deploy")
+
+
+@given(st.from_regex(r"[a-z0-9]{1,6}(-[a-z0-9]{1,6}){0,4}", fullmatch=True))
+def test_every_label_is_written_as_itself(label: str) -> None:
+    # Normalising is the identity on labels, so no label is unreachable as written and a
+    # written reference reaches at most one label (labels are unique, and compared exactly).
+    assert normalise_label(label) == label
+    assert parse_reference(f"{label}:deploy").label == label
