@@ -27,13 +27,13 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
-
-import keyring
-import keyring.errors
-from keyring.backend import KeyringBackend
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from skillward.errors import RememberUnavailable
+
+if TYPE_CHECKING:
+    from keyring.backend import KeyringBackend
 
 __all__ = ["ATTEMPTS", "KEY_BYTES", "SERVICE", "OsKeyring"]
 
@@ -52,10 +52,17 @@ def _describe(backend: KeyringBackend) -> str:
     return f"the keyring backend {name!r}"
 
 
+def _keyring_errors() -> ModuleType:
+    # Imported on use: a process that never touches the keyring never loads it.
+    import keyring.errors  # noqa: PLC0415
+
+    return keyring.errors
+
+
 def _no_collection(exc: Exception) -> bool:
     """The Secret Service has no default collection and could not make one (keyring wraps
     secretstorage's dismissed creation prompt in an InitError)."""
-    return isinstance(exc, keyring.errors.InitError) and "collection" in str(exc).lower()
+    return isinstance(exc, _keyring_errors().InitError) and "collection" in str(exc).lower()
 
 
 class OsKeyring:
@@ -80,6 +87,9 @@ class OsKeyring:
     @property
     def backend(self) -> KeyringBackend:
         if self._backend is None:
+            # Imported here: a process that never touches the keyring never loads it.
+            import keyring  # noqa: PLC0415
+
             self._backend = keyring.get_keyring()
         return self._backend
 
@@ -94,10 +104,11 @@ class OsKeyring:
         """``action`` (one backend call), tried again after a D-Bus error, a bounded number
         of times; the keyring's own errors are raised at once."""
         delay = _FIRST_PAUSE
+        keyring_error = _keyring_errors().KeyringError
         for _ in range(ATTEMPTS - 1):
             try:
                 return action()
-            except keyring.errors.KeyringError:
+            except keyring_error:
                 raise
             except Exception:  # D-Bus errors (secretstorage, jeepney) have no common base
                 self._pause(delay)

@@ -97,7 +97,7 @@ _MAX_CURSOR = 4096
 class _RawResult(BaseModel):
     """Any result object, kept as received; skillward validates it itself."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
 
 @dataclass(slots=True)

@@ -131,7 +131,14 @@ from skillward.gates import (
 )
 from skillward.origins import Origin, SkillKey
 from skillward.policy import EffectivePolicy, GrantKind, GrantMode, NoPolicy, Policy
-from skillward.registry import Collision, Declined, Registry, SkillRecord, parse_reference
+from skillward.registry import (
+    Collision,
+    Declined,
+    Registry,
+    SkillRecord,
+    parse_reference,
+    unknown_label,
+)
 from skillward.servers import ServerSpec, check_label
 from skillward.uris import ResourceUri, parse_uri, resolve_reference
 from skillward.verify import (
@@ -715,7 +722,9 @@ class SkillHost:
                 raise UnknownServer(
                     f"{label!r} is a local skill directory, not a server", local=True
                 )
-            raise UnknownServer(f"no connected server is labelled {label!r}")
+            raise unknown_label(
+                label, self._connections, f"no connected server is labelled {label!r}"
+            )
         return connection
 
     async def wait_disconnected(self, label: str) -> ServerStatus:

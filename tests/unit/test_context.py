@@ -914,6 +914,7 @@ def test_context_module_does_no_io() -> None:
         "base64",
         "collections",
         "dataclasses",
+        "functools",
         "html",
         "json",
         "re",
