@@ -16,6 +16,8 @@ __all__ = ["SEP_MAX_SKILL_BYTES", "SEP_MAX_SKILL_FILES", "Limits"]
 #: SEP-2640's per-skill limits. Hosts must accept skills up to these.
 SEP_MAX_SKILL_FILES = 512
 SEP_MAX_SKILL_BYTES = 16 * 1024 * 1024
+#: Room a message needs beyond a file's base64 (the JSON-RPC envelope, a long URI).
+_ENVELOPE_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -43,14 +45,14 @@ class Limits:
     max_list_pages: int = 1000
     #: Entries one listing walk may collect.
     max_list_entries: int = 20_000
-    #: Bytes of one ``skills/list`` (or ``resources/directory/read``) result, measured as
-    #: JSON before any entry is built. The transport has parsed it by then, which can hold
-    #: 40 times as much (wire.md).
+    #: Bytes of one ``skills/list`` result, measured as JSON before any entry is built.
     max_list_response_bytes: int = 2 * 1024 * 1024
     #: Bytes of all the ``skills/list`` results of one listing walk, measured the same way:
-    #: room for about 15,000 entries of a few files each. Bounds the pages of one
-    #: directory walk too.
+    #: room for about 15,000 entries of a few files each.
     max_listing_bytes: int = 12 * 1024 * 1024
+    #: Bytes of one ``skills/get`` result, measured as JSON before its entry is built: room
+    #: for an entry of 512 files with long URIs and frontmatter at its cap.
+    max_get_response_bytes: int = 2 * 1024 * 1024
     #: Manifest items (files) over all the entries of one listing walk.
     max_listed_files: int = 65_536
     #: Folder levels scanned below a local skills directory.
@@ -59,12 +61,29 @@ class Limits:
     max_local_scan_entries: int = 2000
     #: Children one directory walk may collect.
     max_directory_entries: int = 10_000
+    #: Bytes of one ``resources/directory/read`` result, measured as JSON before any child
+    #: is built.
+    max_directory_response_bytes: int = 2 * 1024 * 1024
+    #: Bytes of all the ``resources/directory/read`` results of one directory walk,
+    #: measured the same way: about 400 bytes for each of ``max_directory_entries``.
+    max_directory_bytes: int = 4 * 1024 * 1024
+    #: Bytes of one JSON-RPC message as it arrives (a stdio line, an HTTP response body,
+    #: one server-sent event), refused while it is read, before it is parsed. It must leave
+    #: room for a ``max_resource_bytes`` file sent as base64.
+    max_message_bytes: int = 24 * 1024 * 1024
+    #: JSON values in one message, counted before it is parsed as the ``[``, ``{`` and
+    #: ``,`` outside strings. Parsing costs up to about 100 bytes each (300 on the SDK's
+    #: HTTP path), whatever their size as text, so this bounds what one message can cost.
+    max_message_nodes: int = 256 * 1024
     #: Decoded bytes of one resource read (a single file can't exceed the skill cap).
     max_resource_bytes: int = SEP_MAX_SKILL_BYTES
     #: Overall deadline, in seconds, for one operation (a whole listing walk included).
     operation_timeout: float = 60.0
     #: Deadline, in seconds, for any single request (the handshake included).
     request_timeout: float = 30.0
+    #: Seconds a stdio server has to exit once its stdin is closed, and again after
+    #: SIGTERM, before it is killed. Spent in a task of the host's own, never by a call.
+    exit_timeout: float = 2.0
     #: Bytes of a stdio server's stderr kept on disk (its log and one rotated predecessor).
     max_server_log_bytes: int = 1024 * 1024
     #: Bytes the disk cache keeps per server label; least recently used files go first.
@@ -91,4 +110,10 @@ class Limits:
             raise ConfigError(
                 "Limits below SEP-2640's per-skill minimum (512 files, 16 MiB) would refuse "
                 "conforming skills"
+            )
+        room = 4 * -(-self.max_resource_bytes // 3) + _ENVELOPE_BYTES
+        if self.max_message_bytes < room:
+            raise ConfigError(
+                f"Limits.max_message_bytes must leave room for a max_resource_bytes file sent "
+                f"as base64: at least {room} bytes"
             )
