@@ -20,6 +20,7 @@ the :class:`~skillward.errors.ResponseTooLarge` it is, naming the server.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -27,7 +28,7 @@ import secrets
 import signal
 import sys
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -49,7 +50,7 @@ from skillward.config import Limits
 from skillward.errors import InvalidResponse, ResponseTooLarge, SkillwardError
 from skillward.servers import HttpTransport, ServerSpec, StdioTransport
 
-__all__ = ["Faults", "Reaper", "Refused", "http", "oversized", "stdio"]
+__all__ = ["Faults", "Reaper", "Refused", "http", "oversized", "read_lines", "stdio"]
 
 logger = logging.getLogger("skillward")
 
@@ -341,18 +342,17 @@ async def _reap(process: anyio.abc.Process) -> None:
         logger.warning("server process %d survived SIGKILL; leaving it", process.pid)
 
 
-async def _read_lines(
-    child: _Child,
+async def read_lines(
+    stdout: AsyncIterable[bytes],
     sink: MemoryObjectSendStream[SessionMessage | Exception],
     limits: Limits,
     faults: Faults,
+    drained: anyio.Event,
 ) -> None:
     """Each line the server writes, as a message for the session. A line past the caps
     ends the stream (recorded in ``faults``) before it is whole or parsed. At the end of
-    the stream, the server's stderr gets a moment to reach its log, so whoever hears of
-    the end can show why."""
-    stdout = child.process.stdout
-    assert stdout is not None
+    the stream, the server's stderr gets a moment to reach its log (``drained``), so
+    whoever hears of the end can show why."""
     cap = limits.max_message_bytes
     parts: list[bytes] = []
     held = 0
@@ -383,7 +383,7 @@ async def _read_lines(
                     return
                 parts.append(chunk[start:] if start else chunk)
             with anyio.move_on_after(_LOG_SECONDS):
-                await child.drained.wait()
+                await drained.wait()
     except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
         return  # the session is gone, or the pipe broke: either way the stream ends
 
@@ -427,7 +427,10 @@ async def _pipes(child: _Child, limits: Limits, faults: Faults) -> AsyncIterator
     incoming_sink, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     outgoing, outgoing_source = anyio.create_memory_object_stream[SessionMessage](0)
     async with anyio.create_task_group() as group:
-        group.start_soon(_read_lines, child, incoming_sink, limits, faults)
+        assert child.process.stdout is not None
+        group.start_soon(
+            read_lines, child.process.stdout, incoming_sink, limits, faults, child.drained
+        )
         group.start_soon(_write_lines, child, outgoing_source, incoming_sink)
         try:
             yield incoming, outgoing
@@ -471,6 +474,8 @@ async def stdio(
 # --- streamable HTTP ----------------------------------------------------------------------
 
 _EOL_RE = re.compile(rb"\r\n|\r|\n")
+#: Lines shorter than this are passed on together, one chunk at a time.
+_BATCH = 64 * 1024
 
 
 class _Capped(httpx2.AsyncByteStream):
@@ -509,8 +514,14 @@ class _Capped(httpx2.AsyncByteStream):
 
 
 class _CappedEvents(httpx2.AsyncByteStream):
-    """A server-sent event stream, passed on chunk by chunk, each event held to the caps
-    before the chunk that would take it past one is passed on."""
+    """A server-sent event stream, passed on line by line, each event held to the caps
+    before a line that would take it past one is passed on.
+
+    Every non-ASCII character of a ``data`` line is passed on as its JSON escape, which
+    means the same inside a JSON string (and there is nowhere else it may be): the SDK
+    keeps several decoded copies of an event, and Python holds ASCII text in one byte a
+    character, not up to four.
+    """
 
     def __init__(self, inner: httpx2.AsyncByteStream, caps: _Caps) -> None:
         self._inner = inner
@@ -531,6 +542,7 @@ class _CappedEvents(httpx2.AsyncByteStream):
             after_cr = data.endswith(b"\r")
             lines = _EOL_RE.split(data)
             rest = lines.pop()
+            out: list[bytes] = []
             for index, line in enumerate(lines):
                 if index == 0 and partial:
                     line = b"".join([*partial, line])  # noqa: PLW2901
@@ -538,6 +550,7 @@ class _CappedEvents(httpx2.AsyncByteStream):
                     pending = 0
                 if not line:  # a blank line ends the event
                     size = nodes = 0
+                    out.append(b"\n")
                     continue
                 size += len(line) + 1
                 if size > cap:
@@ -545,15 +558,39 @@ class _CappedEvents(httpx2.AsyncByteStream):
                 nodes += _nodes(line, most - nodes)
                 if nodes > most:
                     raise self._caps.faults.refuse(_too_many(limits))
+                if not line.isascii() and line.startswith(b"data:"):
+                    line = _NON_ASCII_RE.sub(_json_escape, line)  # noqa: PLW2901
+                if len(line) < _BATCH:
+                    out += (line, b"\n")
+                    continue
+                if out:  # what came before, then this line, without copying it again
+                    yield b"".join(out)
+                    out.clear()
+                yield line
+                out.append(b"\n")
+            line = b""  # not kept while the next chunk is awaited
             if rest:
                 partial.append(rest)
                 pending += len(rest)
                 if size + pending > cap:
                     raise self._caps.faults.refuse(_too_large(limits))
-            yield chunk
+            if out:
+                yield b"".join(out)
+        if partial:  # an unfinished last line, passed on as it came
+            yield b"".join(partial)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+#: A run of bytes of non-ASCII UTF-8 characters (every byte of which is non-ASCII).
+_NON_ASCII_RE = re.compile(rb"[\x80-\xff]+")
+
+
+def _json_escape(run: re.Match[bytes]) -> bytes:
+    # As the SDK would decode it (a bad sequence becomes U+FFFD), then escaped.
+    text = run.group().decode("utf-8", "replace")
+    return json.dumps(text).encode("ascii")[1:-1]
 
 
 @dataclass(frozen=True)
@@ -610,7 +647,10 @@ async def http(transport: HttpTransport, *, limits: Limits, faults: Faults) -> A
             event_hooks={"response": [_Caps(limits, faults)]},
         ) as client,
         streamable_http_client(
-            transport.url, http_client=client, max_sse_event_size=limits.max_message_bytes
+            transport.url,
+            http_client=client,
+            # The caps above hold each event first; escaped, it can be three times as long.
+            max_sse_event_size=3 * limits.max_message_bytes + 2,
         ) as streams,
     ):
         yield streams
