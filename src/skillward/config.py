@@ -16,8 +16,8 @@ __all__ = ["SEP_MAX_SKILL_BYTES", "SEP_MAX_SKILL_FILES", "Limits"]
 #: SEP-2640's per-skill limits. Hosts must accept skills up to these.
 SEP_MAX_SKILL_FILES = 512
 SEP_MAX_SKILL_BYTES = 16 * 1024 * 1024
-#: Room a message needs beyond a file's base64 (the JSON-RPC envelope, a long URI).
-_ENVELOPE_BYTES = 64 * 1024
+#: Room a message needs beyond a file's base64: the JSON-RPC envelope, a URI at its cap.
+_ENVELOPE_BYTES = 4096
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
