@@ -398,8 +398,9 @@ class SkillsClient:
     def _check_page(self, raw: dict[str, Any], spent: _Spent) -> None:
         """Refuse a page past the listing bounds before validating a single entry of it.
 
-        The transport has already buffered and parsed the response (the SDK has no size
-        cap); what is bounded here is everything built from it and kept.
+        The transport has already held the message to ``max_message_bytes`` and
+        ``max_message_nodes`` and parsed it; what is bounded here is everything built
+        from it and kept.
         """
         limits = self.limits
         skills = raw.get("skills")
@@ -415,20 +416,29 @@ class SkillsClient:
             )
             if spent.files > limits.max_listed_files:
                 raise ListingRunaway(f"the listing has more than {limits.max_listed_files} files")
-        self._check_bytes(raw, spent, "skills/list", "listing")
-
-    def _check_bytes(self, raw: dict[str, Any], spent: _Spent, method: str, walk: str) -> None:
-        """Refuse one ``method`` result above ``max_list_response_bytes``, or a ``walk`` whose
-        results together pass ``max_listing_bytes``, measured as JSON before anything is built."""
         limits = self.limits
-        size = json_size(raw, limit=limits.max_list_response_bytes)
-        if size > limits.max_list_response_bytes:
-            raise ResponseTooLarge(
-                f"a {method} result is larger than {limits.max_list_response_bytes} bytes"
-            )
-        spent.bytes += size
-        if spent.bytes > limits.max_listing_bytes:
-            raise ListingRunaway(f"the {walk} is larger than {limits.max_listing_bytes} bytes")
+        walk = ("listing", limits.max_listing_bytes)
+        self._check_bytes(raw, "skills/list", limits.max_list_response_bytes, spent, walk)
+
+    @staticmethod
+    def _check_bytes(
+        raw: dict[str, Any],
+        method: str,
+        cap: int,
+        spent: _Spent | None = None,
+        walk: tuple[str, int] | None = None,
+    ) -> None:
+        """Refuse one ``method`` result above ``cap`` bytes, or one that takes the walk it is
+        part of (``spent`` so far; its name and cap) past its cap, measured as JSON before
+        anything is built."""
+        size = json_size(raw, limit=cap)
+        if size > cap:
+            raise ResponseTooLarge(f"a {method} result is larger than {cap} bytes")
+        if spent is not None and walk is not None:
+            name, most = walk
+            spent.bytes += size
+            if spent.bytes > most:
+                raise ListingRunaway(f"the {name} is larger than {most} bytes")
 
     async def list_skills(self) -> SkillListing:
         """Walk every ``skills/list`` page within the configured bounds."""
@@ -478,6 +488,7 @@ class SkillsClient:
 
         async def operation() -> SkillEntry:
             raw = await self._request(SkillsGetRequest(params=SkillsGetParams(uri=uri)))
+            self._check_bytes(raw, "skills/get", self.limits.max_get_response_bytes)
             try:
                 result = GetSkillResult.model_validate(raw, context={"limits": self.limits})
             except ValidationError as exc:
@@ -531,7 +542,13 @@ class SkillsClient:
                     raise ListingRunaway(
                         f"the directory has more than {self.limits.max_directory_entries} entries"
                     )
-                self._check_bytes(raw, spent, "resources/directory/read", "directory listing")
+                self._check_bytes(
+                    raw,
+                    "resources/directory/read",
+                    self.limits.max_directory_response_bytes,
+                    spent,
+                    ("directory listing", self.limits.max_directory_bytes),
+                )
                 try:
                     page = DirectoryReadResult.model_validate(raw, context={"limits": self.limits})
                 except ValidationError as exc:
