@@ -72,17 +72,20 @@ class Limits:
     #: room for a ``max_resource_bytes`` file sent as base64.
     max_message_bytes: int = 24 * 1024 * 1024
     #: JSON values in one message, counted before it is parsed as the ``[``, ``{`` and
-    #: ``,`` outside strings. Parsing costs up to about 100 bytes each (300 on the SDK's
-    #: HTTP path), whatever their size as text, so this bounds what one message can cost.
+    #: ``,`` outside strings. Parsed, each costs up to about 70 bytes (300 on the SDK's
+    #: HTTP path) whatever its size as text, so this bounds what one message can cost.
     max_message_nodes: int = 256 * 1024
     #: Decoded bytes of one resource read (a single file can't exceed the skill cap).
     max_resource_bytes: int = SEP_MAX_SKILL_BYTES
-    #: Overall deadline, in seconds, for one operation (a whole listing walk included).
+    #: Overall deadline, in seconds, for one operation (the handshake, and a whole listing
+    #: walk, included).
     operation_timeout: float = 60.0
     #: Deadline, in seconds, for any single request (the handshake included).
     request_timeout: float = 30.0
-    #: Seconds a stdio server has to exit once its stdin is closed, and again after
-    #: SIGTERM, before it is killed. Spent in a task of the host's own, never by a call.
+    #: Seconds a stdio server has to exit once its stdin is closed (after a normal close;
+    #: one that missed a deadline gets SIGTERM at once), and again after SIGTERM, before
+    #: SIGKILL. Spent in a task of the host's own: no call waits for it, and leaving the
+    #: host only for a server still within it after a normal close.
     exit_timeout: float = 2.0
     #: Bytes of a stdio server's stderr kept on disk (its log and one rotated predecessor).
     max_server_log_bytes: int = 1024 * 1024

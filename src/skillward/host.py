@@ -691,7 +691,10 @@ class SkillHost:
             await self._list(connection)
 
     async def disconnect(self, label: str) -> None:
-        """Close the connection, forget the server's skills, and end their acting windows."""
+        """Close the connection, forget the server's skills, and end their acting windows.
+
+        Returns once the session is closed (within ``Limits.exit_timeout``); a stdio
+        server's process is stopped afterwards, in a task of the host's own."""
         connection = self._connections.pop(label, None)
         self.registry.remove_origin(label)
         for key in [k for k in self._windows if k.origin == label]:
