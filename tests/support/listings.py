@@ -17,6 +17,7 @@ Each is a separate process so the measurement holds nothing but the client.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -216,6 +217,32 @@ async def measure(shape: str, over: str = "stdio") -> dict[str, Any]:
     return outcome
 
 
+async def measure_sdk(shape: str) -> dict[str, Any]:
+    """The same walk's first page with the SDK alone (its stdio transport, no caps): the
+    baseline for what the transport's caps save."""
+    from mcp import Client, StdioServerParameters  # noqa: PLC0415 (after the baseline imports)
+    from mcp.client.stdio import stdio_client  # noqa: PLC0415
+    from pydantic import BaseModel, ConfigDict  # noqa: PLC0415
+
+    from skillward._methods import SkillsListRequest  # noqa: PLC0415
+
+    class Raw(BaseModel):
+        model_config = ConfigDict(extra="allow")
+
+    argv = _serve_argv(shape)
+    params = StdioServerParameters(command=argv[0], args=argv[1:], cwd=str(REPO_ROOT))
+    outcome: dict[str, Any] = {"shape": shape, "over": "stdio", "client": "sdk"}
+    with anyio.fail_after(300), open(os.devnull, "w", encoding="utf-8") as errlog:  # noqa: ASYNC230
+        async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+            before = _status_bytes("VmRSS")
+            _reset_peak()
+            request = SkillsListRequest(params=SkillsListParams())
+            await client.session.send_request(request, Raw)
+            peak = _status_bytes("VmHWM")
+    outcome["growth_mb"] = max(peak - before, 0) / 1e6
+    return outcome
+
+
 def main() -> None:
     command, shape, *rest = sys.argv[1:]
     if command == "serve":
@@ -223,7 +250,10 @@ def main() -> None:
         run_server_process(build_server(shape), http, "listings")
     else:
         over = rest[0] if rest else "stdio"
-        print(json.dumps(anyio.run(measure, shape, over)))
+        if over == "sdk":
+            print(json.dumps(anyio.run(measure_sdk, shape)))
+        else:
+            print(json.dumps(anyio.run(measure, shape, over)))
 
 
 if __name__ == "__main__":
