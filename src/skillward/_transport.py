@@ -5,7 +5,7 @@ can look at it; its stdio transport also makes whoever closes a session wait for
 server's process to exit. These replace or wrap them:
 
 * **stdio**: the server runs as a child process in a session of its own. Each line it
-  writes is refused past ``Limits.max_message_bytes`` while it is read, and past
+  writes is refused past ``Limits.message_bytes`` while it is read, and past
   ``Limits.max_message_nodes`` before it is parsed; a refused line ends the connection.
   The process, and the copying of its stderr into its log, live in a task of a
   :class:`Reaper` (the host's own), so closing a session never waits for the process:
@@ -140,7 +140,7 @@ def _nodes(data: bytes, room: int) -> int:
 
 
 def _too_large(limits: Limits) -> ResponseTooLarge:
-    cap = limits.max_message_bytes
+    cap = limits.message_bytes
     return ResponseTooLarge(f"the server sent a message larger than {cap} bytes")
 
 
@@ -152,7 +152,7 @@ def _too_many(limits: Limits) -> ResponseTooLarge:
 
 def oversized(data: bytes, limits: Limits) -> SkillwardError | None:
     """Why one whole message, as received, must not be parsed; None if it may be."""
-    if len(data) > limits.max_message_bytes:
+    if len(data) > limits.message_bytes:
         return _too_large(limits)
     if _nodes(data, limits.max_message_nodes) > limits.max_message_nodes:
         return _too_many(limits)
@@ -353,7 +353,7 @@ async def read_lines(
     ends the stream (recorded in ``faults``) before it is whole or parsed. At the end of
     the stream, the server's stderr gets a moment to reach its log (``drained``), so
     whoever hears of the end can show why."""
-    cap = limits.max_message_bytes
+    cap = limits.message_bytes
     parts: list[bytes] = []
     held = 0
     try:
@@ -492,13 +492,13 @@ class _Capped(httpx2.AsyncByteStream):
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         limits = self._caps.limits
-        if self._size is not None and self._size > limits.max_message_bytes:
+        if self._size is not None and self._size > limits.message_bytes:
             raise self._caps.faults.refuse(_too_large(limits))  # before reading any of it
         parts: list[bytes] = []
         held = 0
         async for chunk in self._inner:
             held += len(chunk)
-            if held > limits.max_message_bytes:
+            if held > limits.message_bytes:
                 raise self._caps.faults.refuse(_too_large(limits))
             parts.append(chunk)
         body = b"".join(parts)
@@ -533,7 +533,7 @@ class _CappedEvents(httpx2.AsyncByteStream):
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         limits = self._caps.limits
-        cap, most = limits.max_message_bytes, limits.max_message_nodes
+        cap, most = limits.message_bytes, limits.max_message_nodes
         partial: list[bytes] = []
         pending = size = nodes = 0  # the unfinished line; the event so far
         after_cr = False
@@ -650,7 +650,7 @@ async def http(transport: HttpTransport, *, limits: Limits, faults: Faults) -> A
             transport.url,
             http_client=client,
             # The caps above hold each event first; escaped, it can be three times as long.
-            max_sse_event_size=3 * limits.max_message_bytes + 2,
+            max_sse_event_size=3 * limits.message_bytes + 2,
         ) as streams,
     ):
         yield streams

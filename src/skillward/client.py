@@ -1,4 +1,4 @@
-"""The client edge: the one module that talks to MCP servers.
+"""The client edge: the module that speaks to MCP servers.
 
 :class:`SkillsClient` wraps one ``mcp.Client`` session with one server and
 speaks the SEP-2640 methods, over the transports of ``_transport`` (which cap every
@@ -398,7 +398,7 @@ class SkillsClient:
     def _check_page(self, raw: dict[str, Any], spent: _Spent) -> None:
         """Refuse a page past the listing bounds before validating a single entry of it.
 
-        The transport has already held the message to ``max_message_bytes`` and
+        The transport has already held the message to ``Limits.message_bytes`` and
         ``max_message_nodes`` and parsed it; what is bounded here is everything built
         from it and kept.
         """

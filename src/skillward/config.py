@@ -68,9 +68,11 @@ class Limits:
     #: measured the same way: about 400 bytes for each of ``max_directory_entries``.
     max_directory_bytes: int = 4 * 1024 * 1024
     #: Bytes of one JSON-RPC message as it arrives (a stdio line, an HTTP response body,
-    #: one server-sent event), refused while it is read, before it is parsed. It must leave
-    #: room for a ``max_resource_bytes`` file sent as base64.
-    max_message_bytes: int = 24 * 1024 * 1024
+    #: one server-sent event), refused while it is read, before it is parsed. None: half
+    #: as much again as ``max_resource_bytes`` (24 MiB at the defaults), room for such a
+    #: file as base64 or as escaped text (:attr:`message_bytes`). A number must leave room
+    #: for the base64.
+    max_message_bytes: int | None = None
     #: JSON values in one message, counted before it is parsed as the ``[``, ``{`` and
     #: ``,`` outside strings. Parsed, each costs up to about 70 bytes (300 on the SDK's
     #: HTTP path) whatever its size as text, so this bounds what one message can cost.
@@ -114,9 +116,18 @@ class Limits:
                 "Limits below SEP-2640's per-skill minimum (512 files, 16 MiB) would refuse "
                 "conforming skills"
             )
-        room = 4 * -(-self.max_resource_bytes // 3) + _ENVELOPE_BYTES
-        if self.max_message_bytes < room:
+        if self.max_message_bytes is not None and self.max_message_bytes < self._base64_room():
             raise ConfigError(
                 f"Limits.max_message_bytes must leave room for a max_resource_bytes file sent "
-                f"as base64: at least {room} bytes"
+                f"as base64: at least {self._base64_room()} bytes"
             )
+
+    def _base64_room(self) -> int:
+        return 4 * -(-self.max_resource_bytes // 3) + _ENVELOPE_BYTES
+
+    @property
+    def message_bytes(self) -> int:
+        """The cap on one message: ``max_message_bytes``, or what it is by default."""
+        if self.max_message_bytes is not None:
+            return self.max_message_bytes
+        return max(self.max_resource_bytes * 3 // 2, self._base64_room())

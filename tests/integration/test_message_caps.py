@@ -22,7 +22,8 @@ from skillward.server import example_skills_dir
 from skillward.servers import HttpTransport, ServerSpec, StdioTransport
 from tests.support.doubles import Approving
 from tests.support.listings import REPO_ROOT
-from tests.support.servers import http_server
+from tests.support.servers import http_server, serve_argv
+from tests.support.trees import skill_md, write
 
 pytestmark = [pytest.mark.anyio, pytest.mark.threat("T43")]
 
@@ -96,3 +97,24 @@ async def test_an_http_server_sending_32_mib_is_refused_and_stays_usable(mode: s
             # Only that response was refused: the next request is answered.
             await host.refresh("h")
         assert [s.state for s in host.servers()] == ["connected"]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"], ids=["json-bodies", "server-sent-events"])
+async def test_a_large_file_within_the_caps_is_read_whole_over_http(
+    tmp_path: Path, mode: str
+) -> None:
+    # 6 MiB of binary: 8 MiB as base64 in one message, past the SDK's own 1 MiB cap on a
+    # server-sent event, within skillward's.
+    data = bytes(range(256)) * (24 * 1024)
+    write(tmp_path, "big/SKILL.md", skill_md("big", "A large asset"))
+    write(tmp_path, "big/assets/data.bin", data)
+    async with (
+        http_server(serve_argv(tmp_path, "--http", "127.0.0.1:0")) as url,
+        SkillHost(approver=Approving()) as host,
+    ):
+        with anyio.fail_after(60):
+            await host.connect(ServerSpec(label="h", transport=HttpTransport(url=url), mode=mode))
+            await host.activate("h:big")
+            block = await host.read_resource("h", "skill://big/assets/data.bin")
+    assert block.verified
+    assert block.size == len(data)

@@ -106,7 +106,7 @@ def _astral() -> list[dict[str, Any]]:
     # One string just under the message cap, held four bytes a character once parsed
     # (one character outside the BMP makes Python store them all that wide): the most a
     # message within the transport's caps can cost.
-    size = int(LIMITS.max_message_bytes * _MARGIN)
+    size = int(LIMITS.message_bytes * _MARGIN)
     return [{"skills": [], "padding": "\U0001f600" + "x" * size}]
 
 

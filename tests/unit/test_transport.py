@@ -67,7 +67,7 @@ def test_commas_and_brackets_inside_strings_are_not_values() -> None:
 
 def test_many_tiny_values_are_refused_though_the_message_is_small() -> None:
     data = b'{"x": [' + b",".join([b"[]"] * 100) + b"]}"
-    assert len(data) < SMALL.max_message_bytes
+    assert len(data) < SMALL.message_bytes
     refused = oversized(data, SMALL)
     assert isinstance(refused, ResponseTooLarge)
     assert "more than 64 JSON values" in refused.message
