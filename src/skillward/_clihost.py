@@ -202,7 +202,14 @@ def _limits(args: argparse.Namespace) -> Limits:
     timeout = getattr(args, "timeout", None)
     if timeout is None:
         return Limits()
-    return Limits(operation_timeout=timeout, request_timeout=min(Limits().request_timeout, timeout))
+    default = Limits()
+    return Limits(
+        operation_timeout=timeout,
+        request_timeout=min(default.request_timeout, timeout),
+        # Closing bounded too: a server that stays when its stdin closes is not waited for
+        # longer than this before SIGTERM (one that missed a deadline gets SIGTERM at once).
+        exit_timeout=min(default.exit_timeout, timeout),
+    )
 
 
 async def _with_host(

@@ -737,14 +737,20 @@ class ContextBlock:
             ]
         if self.kind == "directory":
             data["children"] = [
-                # Unbounded, like the content they appear in.
-                {"name": neutralise(name, self.boundary), "type": _child_type(is_dir)}
+                # Unbounded, like the content they appear in, and shown as it is: base64
+                # (each name's UTF-8) when the listing is.
+                {"name": self._child_name(name), "type": _child_type(is_dir)}
                 for name, is_dir in self.children
             ]
             data["hidden"] = self.hidden
         if self.kind == "error":
             data["error"] = self.error_type
         return data
+
+    def _child_name(self, name: str) -> str:
+        if self.encoding == "base64":
+            return base64.b64encode(name.encode("utf-8", "surrogatepass")).decode("ascii")
+        return neutralise(name, self.boundary)
 
 
 def _child_type(is_dir: bool) -> str:
@@ -915,7 +921,8 @@ def resource_block(
 def directory_block(
     *, origin: Origin, uri: str, children: Sequence[tuple[str, bool]], hidden: int = 0
 ) -> ContextBlock:
-    """A directory's children as ``(name, is_directory)``.
+    """A directory's children as ``(name, is_directory)``: a listing in which more than
+    one character in 32 bytes would be marked is shown base64-encoded, like file content.
 
     ``hidden`` counts children withheld because the held skill entry does not list them;
     the block says so rather than showing them as the skill's.
@@ -925,12 +932,14 @@ def directory_block(
     children = tuple((name, bool(is_dir)) for name, is_dir in children)
     # The names are the server's data, so they are content: one child per line, its
     # type first. Line breaks in a name are escaped so it cannot start another line;
-    # neutralisation then treats the listing like any other content.
-    lines = (f"{_child_type(is_dir)} {_one_line(name)}" for name, is_dir in children)
+    # neutralisation then treats the listing like any other content, the base64 fallback
+    # for too many marks included.
+    listing = "\n".join(f"{_child_type(is_dir)} {_one_line(name)}" for name, is_dir in children)
     return _build(
         "directory",
         origin,
-        content="\n".join(lines),
+        content=listing,
+        raw=listing.encode("utf-8", "surrogatepass"),
         untrusted=[uri],
         uri=uri,
         children=children,

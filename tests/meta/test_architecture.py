@@ -13,8 +13,10 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "skillward"
 
 # Third-party libraries each confined to the modules named here.
 CONFINED = {
-    "mcp": {"client.py", "server.py"},
-    "mcp_types": {"client.py", "server.py", "_methods.py"},
+    "mcp": {"client.py", "_transport.py", "server.py"},
+    "mcp_types": {"client.py", "_transport.py", "server.py", "_methods.py"},
+    # The SDK's HTTP client, held to the message caps at the client edge's transport.
+    "httpx2": {"_transport.py"},
     "keyring": {"_keys.py"},
     "filelock": {"_store.py"},
     "platformdirs": {"_dirs.py"},
