@@ -68,6 +68,33 @@ def report(
     )
 
 
+def report_added(
+    name: str,
+    measured: float,
+    baseline_name: str,
+    baseline: float,
+    *,
+    goal_ms: float,
+) -> None:
+    """A time against its baseline, as a ratio, held to a goal of at most ``goal_ms`` more
+    than the baseline (for start-up, where the baseline is a floor every run pays)."""
+    added = (measured - baseline) * 1000
+    print(
+        f"{name}: {measured * 1000:.1f} ms; {baseline_name}: {baseline * 1000:.1f} ms; "
+        f"ratio {measured / baseline:.2f}x; {added:+.1f} ms {_verdict(added, goal_ms, ' ms')}"
+    )
+
+
+def report_within(
+    name: str, measured: float, baseline_name: str, baseline: float, *, goal_ms: float
+) -> None:
+    """A time against its baseline, as a ratio, held to an absolute goal in ms."""
+    print(
+        f"{name}: {measured * 1000:.1f} ms; {baseline_name}: {baseline * 1000:.1f} ms; "
+        f"ratio {measured / baseline:.2f}x {_verdict(measured * 1000, goal_ms, ' ms')}"
+    )
+
+
 def report_bound(name: str, value: float, unit: str, *, goal: float) -> None:
     """A value held to an absolute goal (a time in ms, a size ratio, memory in MB)."""
     print(f"{name}: {value:.2f} {unit} {_verdict(value, goal, ' ' + unit)}")

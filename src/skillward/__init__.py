@@ -18,115 +18,124 @@ with ``with`` for ``async with`` and no ``await``.
 Errors are :class:`SkillwardError` subclasses, split by fault, naming the server
 label and skill URI. The names below are the stable public API; modules whose
 names start with an underscore are internal.
+
+Importing ``skillward`` is cheap: each name is imported from its module the first
+time it is used (PEP 562), so a host, or a command, pays only for what it uses.
 """
 
-from skillward._diskcache import DiskCache
-from skillward._local import LocalSkillDir, default_local_dirs
-from skillward._policyfile import PolicyFile, PolicyProblem, policy_schema
-from skillward._policyload import load_policy
-from skillward._store import FileApprovalStore
-from skillward._version import __version__
-from skillward.approvals import (
-    ActivationRequest,
-    Answer,
-    ApprovalBook,
-    ApprovalRecord,
-    ApprovalRules,
-    ApprovalStorage,
-    ApproveOnce,
-    Approver,
-    Decision,
-    DenyAll,
-    Granting,
-    Grants,
-    Prompter,
-    Question,
-    Scope,
-    UnsafeApproveAll,
-    assess,
-)
-from skillward.audit import AuditEvent, AuditTrail
-from skillward.cache import CacheKey, ContentCache, NoCache
-from skillward.config import Limits
-from skillward.context import CatalogItem, ContextBlock
-from skillward.errors import (
-    AmbiguousName,
-    ApprovalDenied,
-    ApprovalRequired,
-    CapabilityMissing,
-    ConfigError,
-    CrossOriginDenied,
-    DeadlineExceeded,
-    DigestMismatch,
-    ExecutionDenied,
-    FrontmatterError,
-    FrontmatterMismatch,
-    IntegrityError,
-    InvalidEntry,
-    InvalidResponse,
-    InvalidUri,
-    ListingRunaway,
-    NoTerminal,
-    OriginError,
-    PolicyDenied,
-    ReactivationRequired,
-    RememberUnavailable,
-    ResponseTooLarge,
-    ServerDisconnected,
-    ServerRejected,
-    SizeMismatch,
-    SkillChanged,
-    SkillNotActive,
-    SkillNotFound,
-    SkillTooLarge,
-    SkillwardError,
-    StoreTampered,
-    TransportError,
-    UnknownServer,
-    UnlistedResource,
-    UnverifiableSkill,
-    UsageError,
-)
-from skillward.frontmatter import SkillDocument, check_frontmatter, parse_skill_md
-from skillward.gates import (
-    CrossOriginGate,
-    CrossOriginRequest,
-    DenyCrossOrigin,
-    DenyExecution,
-    ExecutionGate,
-    ExecutionRequest,
-)
-from skillward.host import (
-    TOOL_SCHEMAS,
-    Activation,
-    ContextSink,
-    HostConfig,
-    ServerStatus,
-    SkillHost,
-    ToolStyle,
-)
-from skillward.origins import Origin, SkillKey
-from skillward.policy import EffectivePolicy, Lockdown, NoPolicy, Pin, Policy
-from skillward.prompts import (
-    Terminal,
-    TerminalApprover,
-    TerminalCrossOriginGate,
-    TerminalExecutionGate,
-)
-from skillward.registry import Collision, Declined, SkillRecord
-from skillward.servers import (
-    HttpTransport,
-    InMemoryTransport,
-    ServersConfig,
-    ServerSpec,
-    StdioTransport,
-    load_mcp_servers,
-    normalise_label,
-    parse_mcp_servers,
-)
-from skillward.synchost import SyncSkillHost
-from skillward.uris import ResourceUri, SkillRoot, parse_uri, resolve_reference
-from skillward.wire import SkillEntry, SkillsPage, parse_entry, parse_skills_page
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from skillward._diskcache import DiskCache
+    from skillward._local import LocalSkillDir, default_local_dirs
+    from skillward._policyfile import PolicyFile, PolicyProblem, policy_schema
+    from skillward._policyload import load_policy
+    from skillward._store import FileApprovalStore
+    from skillward._version import __version__
+    from skillward.approvals import (
+        ActivationRequest,
+        Answer,
+        ApprovalBook,
+        ApprovalRecord,
+        ApprovalRules,
+        ApprovalStorage,
+        ApproveOnce,
+        Approver,
+        Decision,
+        DenyAll,
+        Granting,
+        Grants,
+        Prompter,
+        Question,
+        Scope,
+        UnsafeApproveAll,
+        assess,
+    )
+    from skillward.audit import AuditEvent, AuditTrail
+    from skillward.cache import CacheKey, ContentCache, NoCache
+    from skillward.config import Limits
+    from skillward.context import CatalogItem, ContextBlock
+    from skillward.errors import (
+        AmbiguousName,
+        ApprovalDenied,
+        ApprovalRequired,
+        CapabilityMissing,
+        ConfigError,
+        CrossOriginDenied,
+        DeadlineExceeded,
+        DigestMismatch,
+        ExecutionDenied,
+        FrontmatterError,
+        FrontmatterMismatch,
+        IntegrityError,
+        InvalidEntry,
+        InvalidResponse,
+        InvalidUri,
+        ListingRunaway,
+        NoTerminal,
+        OriginError,
+        PolicyDenied,
+        ReactivationRequired,
+        RememberUnavailable,
+        ResponseTooLarge,
+        ServerDisconnected,
+        ServerRejected,
+        SizeMismatch,
+        SkillChanged,
+        SkillNotActive,
+        SkillNotFound,
+        SkillTooLarge,
+        SkillwardError,
+        StoreTampered,
+        TransportError,
+        UnknownServer,
+        UnlistedResource,
+        UnverifiableSkill,
+        UsageError,
+    )
+    from skillward.frontmatter import SkillDocument, check_frontmatter, parse_skill_md
+    from skillward.gates import (
+        CrossOriginGate,
+        CrossOriginRequest,
+        DenyCrossOrigin,
+        DenyExecution,
+        ExecutionGate,
+        ExecutionRequest,
+    )
+    from skillward.host import (
+        TOOL_SCHEMAS,
+        Activation,
+        ContextSink,
+        HostConfig,
+        ServerStatus,
+        SkillHost,
+        ToolStyle,
+    )
+    from skillward.origins import Origin, SkillKey
+    from skillward.policy import EffectivePolicy, Lockdown, NoPolicy, Pin, Policy
+    from skillward.prompts import (
+        Terminal,
+        TerminalApprover,
+        TerminalCrossOriginGate,
+        TerminalExecutionGate,
+    )
+    from skillward.registry import Collision, Declined, SkillRecord
+    from skillward.servers import (
+        HttpTransport,
+        InMemoryTransport,
+        ServersConfig,
+        ServerSpec,
+        StdioTransport,
+        load_mcp_servers,
+        normalise_label,
+        parse_mcp_servers,
+    )
+    from skillward.synchost import SyncSkillHost
+    from skillward.uris import ResourceUri, SkillRoot, parse_uri, resolve_reference
+    from skillward.wire import SkillEntry, SkillsPage, parse_entry, parse_skills_page
 
 __all__ = [
     "TOOL_SCHEMAS",
@@ -247,3 +256,136 @@ __all__ = [
     "policy_schema",
     "resolve_reference",
 ]
+
+#: The module that defines each public name (``tests/meta/test_architecture.py`` keeps
+#: this, ``__all__`` and the imports above in step).
+_MODULES: dict[str, tuple[str, ...]] = {
+    "skillward._diskcache": ("DiskCache",),
+    "skillward._local": ("LocalSkillDir", "default_local_dirs"),
+    "skillward._policyfile": ("PolicyFile", "PolicyProblem", "policy_schema"),
+    "skillward._policyload": ("load_policy",),
+    "skillward._store": ("FileApprovalStore",),
+    "skillward._version": ("__version__",),
+    "skillward.approvals": (
+        "ActivationRequest",
+        "Answer",
+        "ApprovalBook",
+        "ApprovalRecord",
+        "ApprovalRules",
+        "ApprovalStorage",
+        "ApproveOnce",
+        "Approver",
+        "Decision",
+        "DenyAll",
+        "Granting",
+        "Grants",
+        "Prompter",
+        "Question",
+        "Scope",
+        "UnsafeApproveAll",
+        "assess",
+    ),
+    "skillward.audit": ("AuditEvent", "AuditTrail"),
+    "skillward.cache": ("CacheKey", "ContentCache", "NoCache"),
+    "skillward.config": ("Limits",),
+    "skillward.context": ("CatalogItem", "ContextBlock"),
+    "skillward.errors": (
+        "AmbiguousName",
+        "ApprovalDenied",
+        "ApprovalRequired",
+        "CapabilityMissing",
+        "ConfigError",
+        "CrossOriginDenied",
+        "DeadlineExceeded",
+        "DigestMismatch",
+        "ExecutionDenied",
+        "FrontmatterError",
+        "FrontmatterMismatch",
+        "IntegrityError",
+        "InvalidEntry",
+        "InvalidResponse",
+        "InvalidUri",
+        "ListingRunaway",
+        "NoTerminal",
+        "OriginError",
+        "PolicyDenied",
+        "ReactivationRequired",
+        "RememberUnavailable",
+        "ResponseTooLarge",
+        "ServerDisconnected",
+        "ServerRejected",
+        "SizeMismatch",
+        "SkillChanged",
+        "SkillNotActive",
+        "SkillNotFound",
+        "SkillTooLarge",
+        "SkillwardError",
+        "StoreTampered",
+        "TransportError",
+        "UnknownServer",
+        "UnlistedResource",
+        "UnverifiableSkill",
+        "UsageError",
+    ),
+    "skillward.frontmatter": ("SkillDocument", "check_frontmatter", "parse_skill_md"),
+    "skillward.gates": (
+        "CrossOriginGate",
+        "CrossOriginRequest",
+        "DenyCrossOrigin",
+        "DenyExecution",
+        "ExecutionGate",
+        "ExecutionRequest",
+    ),
+    "skillward.host": (
+        "TOOL_SCHEMAS",
+        "Activation",
+        "ContextSink",
+        "HostConfig",
+        "ServerStatus",
+        "SkillHost",
+        "ToolStyle",
+    ),
+    "skillward.origins": ("Origin", "SkillKey"),
+    "skillward.policy": ("EffectivePolicy", "Lockdown", "NoPolicy", "Pin", "Policy"),
+    "skillward.prompts": (
+        "Terminal",
+        "TerminalApprover",
+        "TerminalCrossOriginGate",
+        "TerminalExecutionGate",
+    ),
+    "skillward.registry": ("Collision", "Declined", "SkillRecord"),
+    "skillward.servers": (
+        "HttpTransport",
+        "InMemoryTransport",
+        "ServersConfig",
+        "ServerSpec",
+        "StdioTransport",
+        "load_mcp_servers",
+        "normalise_label",
+        "parse_mcp_servers",
+    ),
+    "skillward.synchost": ("SyncSkillHost",),
+    "skillward.uris": ("ResourceUri", "SkillRoot", "parse_uri", "resolve_reference"),
+    "skillward.wire": ("SkillEntry", "SkillsPage", "parse_entry", "parse_skills_page"),
+}
+_WHERE = {name: module for module, names in _MODULES.items() for name in names}
+
+
+def _load(name: str) -> object:
+    """Import public ``name`` from its module, once: later lookups find it here."""
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'skillward' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if not TYPE_CHECKING:
+    # Hidden from type checkers, which read the imports above: a misspelt name stays an
+    # error for them.
+    __getattr__ = _load

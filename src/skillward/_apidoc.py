@@ -37,6 +37,9 @@ def _summary(obj: object) -> str:
 
 
 def _signature(obj: Any) -> str:
+    if isinstance(obj, type) and issubclass(obj, BaseModel):
+        # Models are built on first use (defer_build); the signature comes with the build.
+        obj.model_rebuild()
     try:
         return str(inspect.signature(obj))
     except (TypeError, ValueError):

@@ -9,6 +9,13 @@ Only backends that ``keyring`` rates as recommended (priority >= 1) are used,
 and only after a write-then-read shows they work: the ``fail`` and null
 backends, plaintext files and a locked keyring all mean that approvals cannot be
 remembered, never that a host crashes.
+
+Each item is read and written by one process at a time (the store calls in here
+under its lock), but the keyring is a shared service: a D-Bus error, such as an
+item that vanished between being found and being read, is retried a few times
+before the keyring is called unusable. The keyring's own verdicts (locked, no
+collection, refused) are not retried: asking again would not change them, and
+could raise another unlock prompt.
 """
 
 from __future__ import annotations
@@ -18,17 +25,26 @@ import binascii
 import hashlib
 import secrets
 import threading
-from typing import Any
-
-import keyring
-from keyring.backend import KeyringBackend
+import time
+from collections.abc import Callable
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from skillward.errors import RememberUnavailable
 
-__all__ = ["KEY_BYTES", "SERVICE", "OsKeyring"]
+if TYPE_CHECKING:
+    from keyring.backend import KeyringBackend
+
+__all__ = ["ATTEMPTS", "KEY_BYTES", "SERVICE", "OsKeyring"]
 
 SERVICE = "skillward"
 KEY_BYTES = 32
+#: Tries of one keyring call before a D-Bus error counts (the pauses between them add up
+#: to 70 ms).
+ATTEMPTS = 4
+_FIRST_PAUSE = 0.01
+
+_T = TypeVar("_T")
 
 
 def _describe(backend: KeyringBackend) -> str:
@@ -36,16 +52,33 @@ def _describe(backend: KeyringBackend) -> str:
     return f"the keyring backend {name!r}"
 
 
+def _keyring_errors() -> ModuleType:
+    # Imported on use: a process that never touches the keyring never loads it.
+    import keyring.errors  # noqa: PLC0415
+
+    return keyring.errors
+
+
+def _no_collection(exc: Exception) -> bool:
+    """The Secret Service has no default collection and could not make one (keyring wraps
+    secretstorage's dismissed creation prompt in an InitError)."""
+    return isinstance(exc, _keyring_errors().InitError) and "collection" in str(exc).lower()
+
+
 class OsKeyring:
     """A key provider backed by the OS keyring (``keyring.get_keyring()`` by default).
 
     The key is read once per process and kept; the generation counter is read
-    whenever the store is loaded, because other processes move it.
+    whenever the store is loaded, because other processes move it. ``pause`` waits
+    between the tries of a call that failed with a D-Bus error.
     """
 
-    def __init__(self, scope: str, *, backend: Any = None) -> None:
+    def __init__(
+        self, scope: str, *, backend: Any = None, pause: Callable[[float], None] = time.sleep
+    ) -> None:
         self._scope = hashlib.sha256(scope.encode()).hexdigest()[:16]
         self._backend: KeyringBackend | None = backend
+        self._pause = pause
         self._key: bytes | None = None
         self._checked: str | None = None
         self._usable = False
@@ -54,6 +87,9 @@ class OsKeyring:
     @property
     def backend(self) -> KeyringBackend:
         if self._backend is None:
+            # Imported here: a process that never touches the keyring never loads it.
+            import keyring  # noqa: PLC0415
+
             self._backend = keyring.get_keyring()
         return self._backend
 
@@ -64,8 +100,36 @@ class OsKeyring:
     def _account(self, what: str) -> str:
         return f"approvals-{what}-{self._scope}"
 
+    def _call(self, action: Callable[[], _T]) -> _T:
+        """``action`` (one backend call), tried again after a D-Bus error, a bounded number
+        of times; the keyring's own errors are raised at once."""
+        delay = _FIRST_PAUSE
+        keyring_error = _keyring_errors().KeyringError
+        for _ in range(ATTEMPTS - 1):
+            try:
+                return action()
+            except keyring_error:
+                raise
+            except Exception:  # D-Bus errors (secretstorage, jeepney) have no common base
+                self._pause(delay)
+                delay *= 2
+        return action()
+
+    def _failure(self, exc: Exception, what: str) -> str:
+        if _no_collection(exc):
+            return (
+                f"{self.description} has no default keyring and could not create one (its "
+                "prompt was dismissed or cannot be shown): create one in Passwords and Keys "
+                "(seahorse), or without a desktop run `gnome-keyring-daemon --replace "
+                "--unlock` with a password on its standard input, then try again"
+            )
+        return f"{self.description} {what} ({type(exc).__name__}: {exc})"
+
     def unavailable(self) -> str | None:
-        """Why this keyring cannot hold the key (checked once), or None when it can."""
+        """Why this keyring cannot hold the key (checked once), or None when it can.
+
+        The check writes, reads back and deletes an item of its own: the store asks
+        while holding its lock, so processes sharing a store never check at once."""
         with self._lock:
             if self._checked is None:
                 self._checked = self._check()
@@ -84,12 +148,13 @@ class OsKeyring:
                 "so approvals cannot be remembered"
             )
         probe = secrets.token_hex(8)
+        account = self._account("probe")
         try:
-            backend.set_password(SERVICE, self._account("probe"), probe)
-            read = backend.get_password(SERVICE, self._account("probe"))
-            backend.delete_password(SERVICE, self._account("probe"))
+            self._call(lambda: backend.set_password(SERVICE, account, probe))
+            read = self._call(lambda: backend.get_password(SERVICE, account))
+            self._call(lambda: backend.delete_password(SERVICE, account))
         except Exception as exc:  # locked, absent or broken: all mean unusable
-            return f"{self.description} cannot be used ({type(exc).__name__}: {exc})"
+            return self._failure(exc, "cannot be used")
         if read != probe:
             return f"{self.description} did not return what was written to it"
         return ""
@@ -101,17 +166,19 @@ class OsKeyring:
 
     def _get(self, what: str) -> str | None:
         self._require()
+        backend, account = self.backend, self._account(what)
         try:
-            return self.backend.get_password(SERVICE, self._account(what))
+            return self._call(lambda: backend.get_password(SERVICE, account))
         except Exception as exc:  # D-Bus and backend errors are not all KeyringErrors
-            raise RememberUnavailable(f"{self.description} failed: {exc}") from None
+            raise RememberUnavailable(self._failure(exc, "failed")) from None
 
     def _set(self, what: str, value: str) -> None:
         self._require()
+        backend, account = self.backend, self._account(what)
         try:
-            self.backend.set_password(SERVICE, self._account(what), value)
+            self._call(lambda: backend.set_password(SERVICE, account, value))
         except Exception as exc:  # D-Bus and backend errors are not all KeyringErrors
-            raise RememberUnavailable(f"{self.description} failed: {exc}") from None
+            raise RememberUnavailable(self._failure(exc, "failed")) from None
 
     def key(self, *, create: bool, fresh: bool = False) -> bytes | None:
         """The store's key. ``create`` makes one when there is none; ``fresh`` skips the

@@ -97,7 +97,8 @@ CacheSwitch = Literal["on", "off"]
 
 
 class _Table(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    # Built on first use, not at import (see skillward.wire.WireModel).
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
 
 
 class ServersTable(_Table):
@@ -177,18 +178,21 @@ class PinEntry(_Table):
 class PolicyFile(_Table):
     """One policy file, as the schema defines it."""
 
-    model_config = ConfigDict(title="skillward policy", frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(
+        title="skillward policy", frozen=True, extra="forbid", strict=True, defer_build=True
+    )
 
     version: Literal[1] = Field(1, description="The format version: 1.")
     contact: str | None = Field(
         None, min_length=1, max_length=500, description="Who to ask; shown in every denial."
     )
-    servers: ServersTable = ServersTable()
-    skills: SkillsTable = SkillsTable()
-    approvals: ApprovalsTable = ApprovalsTable()
-    grants: GrantsTable = GrantsTable()
-    limits: LimitsTable = LimitsTable()
-    keyring: KeyringTable = KeyringTable()
+    # Factories, so that no table is built at import.
+    servers: ServersTable = Field(default_factory=ServersTable)
+    skills: SkillsTable = Field(default_factory=SkillsTable)
+    approvals: ApprovalsTable = Field(default_factory=ApprovalsTable)
+    grants: GrantsTable = Field(default_factory=GrantsTable)
+    limits: LimitsTable = Field(default_factory=LimitsTable)
+    keyring: KeyringTable = Field(default_factory=KeyringTable)
     pins: tuple[PinEntry, ...] = ()
 
 

@@ -202,14 +202,19 @@ def _open_writer(path: Path, max_bytes: int) -> LogWriter | None:
 
 @asynccontextmanager
 async def capture(
-    path: Path, *, max_bytes: int, secrets: tuple[str, ...] = ()
+    path: Path,
+    *,
+    max_bytes: int,
+    secrets: tuple[str, ...] = (),
+    drained: anyio.Event | None = None,
 ) -> AsyncIterator[TextIO]:
     """Yield the write end of a pipe whose every byte is copied into the log at ``path``,
     each of ``secrets`` (the server spec's header and environment values) replaced by
     ``***`` first.
 
     Give it to the child as its stderr, then close it once the child has started (the
-    child holds its own copy). When the block ends (after the server has stopped),
+    child holds its own copy). ``drained`` is set once every writer has closed the pipe
+    and all of it is in the log. When the block ends (after the server has stopped),
     what the server wrote last is copied, within a bound, before the pipe closes.
     """
     writer = _open_writer(path, max_bytes)
@@ -218,7 +223,7 @@ async def capture(
     errlog = os.fdopen(write_fd, "w", encoding="utf-8")
     try:
         async with anyio.create_task_group() as group:
-            done = anyio.Event()
+            done = drained or anyio.Event()
             group.start_soon(_pump, read_fd, writer, Scrubber(secrets), done)
             try:
                 yield errlog

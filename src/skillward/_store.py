@@ -6,13 +6,21 @@ the canonical JSON of the records and a **generation** number. The keyring
 keeps the generation too, and it rises on every write, so an older authentic
 copy of the file cannot be put back to bring back a revoked approval.
 
+* Every use of the keyring happens under a ``filelock`` lock next to the store:
+  the check that the keyring works (once per process), each load and each write.
+  The keyring is not transactional (in gnome-keyring, a check's item can vanish
+  between being found and being read), so processes never touch its items at
+  once; a keyring call failing with a D-Bus error is tried again, bounded
+  (``_keys.py``).
 * Reads check the code over the exact bytes on disk, then the generation. A file
   that fails either grants nothing: it is moved aside (never deleted), reported,
-  and the store starts empty.
-* Writes happen under a ``filelock`` lock: read, verify, change, write a temp
-  file in the same directory, fsync, ``os.replace``, fsync the directory, then
-  raise the keyring's counter. A writer killed at any point leaves either the old
-  file or the new one; a new file whose counter was not raised yet is accepted
+  and the store starts empty. A failure that depends on what the keyring returned
+  (a missing key or counter) is checked again with fresh reads, a bounded number
+  of times, before the file is moved aside.
+* Writes, under the same lock: read, verify, change, write a temp file in the
+  same directory, fsync, ``os.replace``, fsync the directory, then raise the
+  keyring's counter. A writer killed at any point leaves either the old file or
+  the new one; a new file whose counter was not raised yet is accepted
   (generation = counter + 1) and the counter is repaired.
 * A parsed store is kept per process and re-read only when the file changes
   (inode, size, mtime or ctime), so a lookup costs a ``stat`` and a dict lookup.
@@ -50,7 +58,14 @@ from skillward.config import Limits
 from skillward.errors import RememberUnavailable, StoreTampered
 from skillward.origins import SkillKey
 
-__all__ = ["FORMAT", "FileApprovalStore", "KeyProvider", "encode", "record_line"]
+__all__ = [
+    "FORMAT",
+    "VERIFY_ATTEMPTS",
+    "FileApprovalStore",
+    "KeyProvider",
+    "encode",
+    "record_line",
+]
 
 logger = logging.getLogger("skillward")
 
@@ -59,6 +74,9 @@ _MAC_DOMAIN = FORMAT.encode() + b"/1\n"
 _MAC_HEX = 64
 # Writes take milliseconds: a waiting process looks again soon (filelock's default is 50 ms).
 _LOCK_POLL = 0.005
+#: Verifications of a file that fails because of what the keyring returned, before it is
+#: moved aside: a read that raced the keyring's own bookkeeping is read again.
+VERIFY_ATTEMPTS = 3
 
 
 class KeyProvider(Protocol):
@@ -153,8 +171,11 @@ def _key_of(line: bytes) -> tuple[str, str]:
 
 
 class _Untrusted(Exception):  # internal signal; never escapes this module
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, keyring: bool = False) -> None:
         self.reason = reason
+        #: The verdict rests on what the keyring returned (no key, no counter, or text that
+        #: is not one), which a read racing the keyring's bookkeeping can also produce.
+        self.keyring = keyring
 
 
 def _signature(stat: os.stat_result) -> Signature:
@@ -232,6 +253,7 @@ class FileApprovalStore:
         self._report = report or (lambda error: logger.warning("%s", error.diagnostics()))
         self._cache: _Loaded | None = None
         self._mutex = threading.Lock()
+        self._checked = False  # the key provider's first check was made under the lock
 
     @property
     def lock_path(self) -> Path:
@@ -240,6 +262,16 @@ class FileApprovalStore:
     # --- ApprovalStorage --------------------------------------------------------------
 
     def unavailable(self) -> str | None:
+        """Why approvals cannot be remembered here, or None. The first answer is asked under
+        the store's lock: the key provider's check writes to the keyring."""
+        if not self._checked:
+            try:
+                with self._lock():
+                    why = self.keys.unavailable()
+            except RememberUnavailable as exc:
+                return exc.message  # no lock, no check: asked again next time
+            self._checked = True
+            return why
         return self.keys.unavailable()
 
     def get(self, key: SkillKey) -> ApprovalRecord | None:
@@ -313,29 +345,21 @@ class FileApprovalStore:
 
     def _current(self) -> _Loaded:
         """The trusted records (none when the keyring is unusable), re-read on change."""
-        if self.keys.unavailable() is not None:
+        if self._stat() is None:
+            return _Loaded(None, 0)  # no store: nothing to verify, the keyring is not asked
+        if self.unavailable() is not None:
             return _Loaded(None, 0)
         with self._mutex:
             cached = self._cache
             if cached is not None and cached.signature == self._stat():
                 return cached
             try:
-                loaded = self._load()
-            except (_Untrusted, _Interrupted):
-                # Untrusted: move it aside; interrupted: a writer's counter update is
-                # missing, so repair it. Both under the lock, after reading again.
-                loaded = self._locked(lambda: self._load(quarantine=True))
+                with self._lock():
+                    loaded = self._load()
             except RememberUnavailable:
-                return _Loaded(None, 0)  # the keyring failed: trust nothing, for now
+                return _Loaded(None, 0)  # busy, or the keyring failed: trust nothing, for now
             self._cache = loaded
             return loaded
-
-    def _locked(self, body: Callable[[], _Loaded]) -> _Loaded:
-        try:
-            with self._lock():
-                return body()
-        except RememberUnavailable:
-            return _Loaded(None, 0)  # busy: trust nothing now, decide again next time
 
     def _read(self) -> tuple[Signature, bytes] | None:
         flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -352,26 +376,30 @@ class FileApprovalStore:
             raise _Untrusted(f"is larger than {self.limits.max_store_bytes} bytes")
         return signature, data
 
-    def _load(self, *, quarantine: bool = False) -> _Loaded:
-        """The store on disk, verified. With ``quarantine`` (lock held): an untrusted file
-        is moved aside and reported, and a missing counter update is repaired."""
-        try:
-            return self._verified(quarantine=quarantine)
-        except _Untrusted as untrusted:
-            if not quarantine:
-                raise
-            self._move_aside(untrusted.reason)
-            return _Loaded(self._stat(), max(self.keys.generation(), 0))
+    def _load(self) -> _Loaded:
+        """The store on disk, verified (lock held). An untrusted file is moved aside and
+        reported, and a missing counter update is repaired."""
+        tries = 1
+        while True:
+            try:
+                return self._verified(fresh=tries > 1)
+            except _Untrusted as untrusted:
+                if not untrusted.keyring or tries == VERIFY_ATTEMPTS:
+                    self._move_aside(untrusted.reason)
+                    return _Loaded(self._stat(), max(self.keys.generation(), 0))
+            tries += 1  # read the key and counter again before calling the file untrusted
 
-    def _verified(self, *, quarantine: bool) -> _Loaded:
+    def _verified(self, *, fresh: bool) -> _Loaded:
         counter = self.keys.generation()
         read = self._read()
         if read is None:
             return _Loaded(None, max(counter, 0))
         signature, data = read
-        generation, records = self._parse(data)
+        generation, records = self._parse(data, fresh=fresh)
         if counter < 0:
-            raise _Untrusted("cannot be checked: the keyring's generation counter is unreadable")
+            raise _Untrusted(
+                "cannot be checked: the keyring's generation counter is unreadable", keyring=True
+            )
         if generation < counter:
             raise _Untrusted(
                 f"is an older copy (generation {generation}; the keyring expects {counter}): "
@@ -379,39 +407,42 @@ class FileApprovalStore:
             )
         if generation > counter + 1:
             raise _Untrusted(
-                f"is ahead of the keyring's counter (generation {generation}, counter {counter})"
+                f"is ahead of the keyring's counter (generation {generation}, counter {counter})",
+                keyring=True,
             )
         if generation == counter + 1:
-            if not quarantine:
-                raise _Interrupted
+            # A writer died, or failed, between os.replace and raising the counter.
             self.keys.set_generation(generation)
         return _Loaded(signature, generation, records)
 
-    def _parse(self, data: bytes) -> tuple[int, Lines]:
+    def _parse(self, data: bytes, *, fresh: bool) -> tuple[int, Lines]:
         if not data:
             raise _Untrusted("is empty")
         head, newline, body = data.partition(b"\n")
         if not newline or len(head) != _MAC_HEX:
             raise _Untrusted("is truncated or is not an approval store")
-        if not self._authentic(head, body):
+        if not self._authentic(head, body, fresh=fresh):
             raise _Untrusted(
                 "does not match its authentication code: it was changed outside skillward, "
-                "or the key in the keyring is missing or changed"
+                "or the key in the keyring is missing or changed",
+                keyring=True,
             )
         try:
             return _index(body)
         except (ValueError, UnicodeDecodeError, IndexError):
             raise _Untrusted("is authentic but cannot be read by this version") from None
 
-    def _authentic(self, head: bytes, body: bytes) -> bool:
-        key = self.keys.key(create=False)
+    def _authentic(self, head: bytes, body: bytes, *, fresh: bool) -> bool:
+        key = self.keys.key(create=False, fresh=fresh)
         if key is None:
             return False
         if hmac.compare_digest(head, _mac(key, body)):
             return True
+        if fresh:
+            return False  # the key was just read from the keyring
         # Another process may have reset the store with a new key since this one read it.
-        fresh = self.keys.key(create=False, fresh=True)
-        return fresh is not None and fresh != key and hmac.compare_digest(head, _mac(fresh, body))
+        newer = self.keys.key(create=False, fresh=True)
+        return newer is not None and newer != key and hmac.compare_digest(head, _mac(newer, body))
 
     def _move_aside(self, reason: str) -> None:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(self.clock()))
@@ -462,7 +493,7 @@ class FileApprovalStore:
             raise RememberUnavailable(why)
         with self._mutex, self._lock():
             self._sweep()
-            loaded = self._load(quarantine=True)
+            loaded = self._load()
             lines = dict(loaded.lines)
             if not change(lines) and not rotate:
                 return
@@ -507,10 +538,6 @@ class FileApprovalStore:
             raise
         _fsync_directory(directory)
         return written
-
-
-class _Interrupted(Exception):  # internal signal
-    """A new store whose counter update is still missing (a writer died, or is mid-write)."""
 
 
 def _fsync_directory(directory: Path) -> None:

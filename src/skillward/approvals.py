@@ -36,7 +36,7 @@ from typing import Protocol, runtime_checkable
 
 import anyio
 import anyio.to_thread
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from skillward.audit import AuditTrail
 from skillward.errors import PolicyDenied, RememberUnavailable
@@ -276,7 +276,8 @@ class UnsafeApproveAll:
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    # Built on first use, not at import (see skillward.wire.WireModel).
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
 
 
 class FileBinding(_Frozen):
@@ -309,7 +310,7 @@ class ApprovalRecord(_Frozen):
     frontmatter_digest: str
     #: (field, digest of its value) for each top-level frontmatter field, sorted.
     frontmatter_fields: tuple[tuple[str, str], ...]
-    grants: Grants = Grants()
+    grants: Grants = Field(default_factory=Grants)  # a factory: nothing built at import
     scope: Scope
     granted_at: float
     policy_version: str = ""
@@ -580,7 +581,9 @@ def grantable(request: ActivationRequest, grants: Grants) -> Grants:
     return Grants(tools=tools, execution=grants.execution)
 
 
-DENIED = Answer(Decision.DENY)
+def _denied() -> Answer:
+    # A function, not a constant: nothing is built at import.
+    return Answer(Decision.DENY)
 
 
 class Prompter(Protocol):
@@ -691,7 +694,7 @@ class ApprovalBook:
                 scope = await self._record(question.request, answer, strict=False)
                 answer = dataclasses.replace(answer, scope=scope)
             answers[index] = answer
-        return [a if a is not None else DENIED for a in answers]
+        return [a if a is not None else _denied() for a in answers]
 
     async def held(self, request: ActivationRequest) -> Grants | None:
         """The grants a recorded approval of exactly this content holds now (asks no
@@ -1004,10 +1007,10 @@ class ApprovalBook:
                 answers = list(await self.prompter.ask(flat))
             except BaseException:
                 for other in batch:
-                    other.answers = [DENIED] * len(other.questions)
+                    other.answers = [_denied()] * len(other.questions)
                 raise
             if len(answers) != len(flat):
-                answers = [DENIED] * len(flat)  # a prompter that miscounts approves nothing
+                answers = [_denied()] * len(flat)  # a prompter that miscounts approves nothing
             for other in batch:
                 other.answers, answers = (
                     answers[: len(other.questions)],

@@ -85,7 +85,8 @@ _TEXT_LIMIT = 2048
 class AuditEvent(BaseModel):
     """One decision, as recorded. Every field is always present (``None`` when unknown)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    # Built on first use, not at import (see skillward.wire.WireModel).
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
 
     #: Seconds since the epoch.
     time: float

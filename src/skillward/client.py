@@ -1,13 +1,14 @@
-"""The client edge: the one module that talks to MCP servers.
+"""The client edge: the module that speaks to MCP servers.
 
 :class:`SkillsClient` wraps one ``mcp.Client`` session with one server and
-speaks the SEP-2640 methods. It is deliberately narrow:
+speaks the SEP-2640 methods, over the transports of ``_transport`` (which cap every
+message before it is parsed). It is deliberately narrow:
 
 * every call checks capability negotiation first (the extension *and*
   ``resources``; ``directoryRead`` for directory reads) and raises
   :class:`~skillward.errors.CapabilityMissing` otherwise;
-* every operation runs under one overall deadline (a whole listing walk
-  included), so a stalling server cannot hold the host;
+* the handshake, and every operation (a whole listing walk included), runs under
+  one overall deadline, so a stalling server cannot hold the host;
 * listing and directory walks are bounded in pages, entries, files and bytes
   (checked before a page's entries are built) and refuse repeated cursors;
 * reads return the exact raw bytes, bypass the SDK's response cache, and cap
@@ -24,26 +25,20 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
-import os
-import sys
+import math
 import traceback
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, NoReturn, TextIO
+from typing import Any, NoReturn
 
 import anyio
 import anyio.lowlevel
 import mcp_types as types
-from mcp import Client, MCPError, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
-
-# The SDK's own session group builds header-bearing HTTP clients with this.
-from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp import Client, MCPError
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from skillward._dirs import server_log_dir
+from skillward import _transport
 from skillward._methods import (
     DirectoryReadParams,
     DirectoryReadRequest,
@@ -52,7 +47,6 @@ from skillward._methods import (
     SkillsListParams,
     SkillsListRequest,
 )
-from skillward._serverlog import capture, log_path
 from skillward._version import __version__
 from skillward.config import Limits
 from skillward.errors import (
@@ -87,7 +81,10 @@ from skillward.wire import (
     parse_skills_page,
 )
 
-__all__ = ["SkillListing", "SkillsClient", "leaves", "translate"]
+__all__ = ["Reaper", "SkillListing", "SkillsClient", "leaves", "translate"]
+
+#: Where stdio servers' processes are stopped (see :meth:`SkillsClient.connect`).
+Reaper = _transport.Reaper
 
 logger = logging.getLogger("skillward")
 
@@ -97,7 +94,7 @@ _MAX_CURSOR = 4096
 class _RawResult(BaseModel):
     """Any result object, kept as received; skillward validates it itself."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
 
 @dataclass(slots=True)
@@ -120,66 +117,14 @@ class SkillListing:
     cache_scope: str | None
 
 
-@asynccontextmanager
-async def _stderr_target(
-    spec: ServerSpec, transport: StdioTransport, limits: Limits
-) -> AsyncIterator[TextIO]:
-    """Where the server's stderr goes: a log pipe, nowhere, or (when asked) this terminal."""
-    if transport.stderr == "unsafe-inherit":
-        logger.warning(
-            "server %r: its stderr goes straight to this terminal (stderr='unsafe-inherit'); it "
-            "can write escape sequences that clear the screen or fake text around prompts, and "
-            "secrets it echoes are not scrubbed. Use it only to debug a server you trust, and "
-            "'log' otherwise",
-            spec.label,
-        )
-        yield sys.stderr
-    elif transport.stderr == "discard":
-        with open(os.devnull, "w", encoding="utf-8") as sink:  # noqa: ASYNC230 (never blocks)
-            yield sink
-    else:
-        path = log_path(transport.log_dir or server_log_dir(), spec.label)
-        async with capture(
-            path, max_bytes=limits.max_server_log_bytes, secrets=spec.secret_values()
-        ) as pipe:
-            yield pipe
-
-
-@asynccontextmanager
-async def _stdio(spec: ServerSpec, transport: StdioTransport, limits: Limits) -> AsyncIterator[Any]:
-    """The SDK's stdio transport, with the server's stderr kept off the terminal."""
-    params = StdioServerParameters(
-        command=transport.command,
-        args=list(transport.args),
-        env={k: v.get_secret_value() for k, v in transport.env.items()} if transport.env else None,
-        cwd=transport.cwd,
-    )
-    async with (
-        _stderr_target(spec, transport, limits) as errlog,
-        stdio_client(params, errlog=errlog) as streams,
-    ):
-        if errlog is not sys.stderr:
-            errlog.close()  # the server holds its own copy now; EOF comes when it exits
-        yield streams
-
-
-@asynccontextmanager
-async def _http(transport: HttpTransport) -> AsyncIterator[Any]:
-    """The SDK's streamable HTTP transport, sending the configured headers."""
-    headers = {name: value.get_secret_value() for name, value in transport.headers.items()}
-    async with (
-        create_mcp_http_client(headers=headers or None) as http,
-        streamable_http_client(transport.url, http_client=http) as streams,
-    ):
-        yield streams
-
-
-def _target(spec: ServerSpec, limits: Limits) -> Any:
+def _target(
+    spec: ServerSpec, limits: Limits, faults: _transport.Faults, reaper: _transport.Reaper | None
+) -> Any:
     transport = spec.transport
     if isinstance(transport, StdioTransport):
-        return _stdio(spec, transport, limits)
+        return _transport.stdio(spec, transport, limits=limits, faults=faults, reaper=reaper)
     if isinstance(transport, HttpTransport):
-        return _http(transport)
+        return _transport.http(transport, limits=limits, faults=faults)
     if isinstance(transport, InMemoryTransport):
         return transport.server
     raise AssertionError(f"unknown transport {transport!r}")  # pragma: no cover
@@ -193,13 +138,18 @@ def leaves(error: BaseException) -> list[BaseException]:
 
 
 def _reraise(
-    error: BaseException, *, server: str, uri: str | None = None, secrets: tuple[str, ...] = ()
+    error: BaseException,
+    *,
+    server: str,
+    uri: str | None = None,
+    secrets: tuple[str, ...] = (),
+    faults: _transport.Faults | None = None,
 ) -> NoReturn:
     """Raise ``error`` as a SkillwardError; cancellation and interrupts keep their meaning."""
     found = leaves(error)
     if any(not isinstance(leaf, Exception) for leaf in found):
         raise error
-    translated = _translate(found, error, server=server, uri=uri, secrets=secrets)
+    translated = _translate(found, error, server=server, uri=uri, secrets=secrets, faults=faults)
     cause = _cause(error, secrets)
     if translated is error:
         if cause is None:
@@ -239,12 +189,19 @@ def _translate(
     uri: str | None,
     secrets: tuple[str, ...] = (),
     ended: bool = False,
+    faults: _transport.Faults | None = None,
 ) -> SkillwardError:
     """Map a foreign exception to the skillward hierarchy."""
     for leaf in leaves:
         if isinstance(leaf, SkillwardError):
             leaf.message = redact(leaf.message, secrets)
             return leaf.with_context(server=server, uri=uri)
+    faults = faults or _transport.Faults()
+    for leaf in leaves:
+        # A message the transport refused: whatever the SDK made of it, it is that.
+        refused = faults.explain(leaf)
+        if refused is not None:
+            return refused.with_context(server=server, uri=uri)
     leaf = leaves[0] if leaves else error
     if isinstance(leaf, MCPError):
         if leaf.code == types.CONNECTION_CLOSED:
@@ -267,22 +224,37 @@ class SkillsClient:
     """One connected server, spoken to in SEP-2640 terms. Use :meth:`connect`."""
 
     def __init__(
-        self, client: Client, *, label: str, limits: Limits, secrets: tuple[str, ...] = ()
+        self,
+        client: Client,
+        *,
+        label: str,
+        limits: Limits,
+        secrets: tuple[str, ...] = (),
+        faults: _transport.Faults | None = None,
     ) -> None:
         self._client = client
         self.label = label
         self.limits = limits
         self._secrets = secrets
+        self._faults = faults or _transport.Faults()
 
     @classmethod
     @asynccontextmanager
     async def connect(
-        cls, spec: ServerSpec, *, limits: Limits | None = None
+        cls, spec: ServerSpec, *, limits: Limits | None = None, reaper: Reaper | None = None
     ) -> AsyncIterator[SkillsClient]:
-        """Connect to ``spec`` and negotiate; the session closes when the block ends."""
+        """Connect to ``spec`` and negotiate, within ``Limits.operation_timeout``; the
+        session closes when the block ends.
+
+        A stdio server's process runs in a task of ``reaper`` and is stopped there when
+        the session ends (stdin closed, then SIGTERM, then SIGKILL, each after
+        ``Limits.exit_timeout``; SIGTERM at once after a deadline), so leaving the block
+        never waits for it. Without a reaper, leaving the block waits for that.
+        """
         limits = limits or Limits()
+        faults = _transport.Faults()
         client = Client(
-            _target(spec, limits),
+            _target(spec, limits, faults, reaper),
             mode=spec.mode,
             # Bounds every single request, the handshake included.
             read_timeout_seconds=limits.request_timeout,
@@ -290,21 +262,48 @@ class SkillsClient:
             cache=None,
             client_info=types.Implementation(name="skillward", version=__version__),
         )
+        timeout = limits.operation_timeout
+        # The SDK's discovery probe has a clock of its own (10 s): the whole handshake
+        # gets the operation deadline, lifted once it is done.
+        handshake = anyio.CancelScope(deadline=anyio.current_time() + timeout)
+        late = f"the server did not complete the handshake within {timeout:g} s"
         body_error: BaseException | None = None
         try:
-            async with client:
-                try:
-                    yield cls(client, label=spec.label, limits=limits, secrets=spec.secret_values())
-                except BaseException as error:
-                    body_error = error
-                    raise
+            with handshake:
+                async with client:
+                    handshake.deadline = math.inf
+                    _check_in_time(handshake, late, spec.label)
+                    try:
+                        yield cls(
+                            client,
+                            label=spec.label,
+                            limits=limits,
+                            secrets=spec.secret_values(),
+                            faults=faults,
+                        )
+                    except BaseException as error:
+                        body_error = error
+                        raise
         except BaseException as error:
             if body_error is not None:
                 # The caller's own exception (perhaps wrapped by the SDK): never relabel it.
                 if error is body_error or body_error not in leaves(error):
                     raise
                 raise body_error from None
-            _reraise(error, server=spec.label, secrets=spec.secret_values())
+            if handshake.cancel_called:
+                # The deadline fired; the SDK may surface that as any error at all.
+                raise DeadlineExceeded(late, server=spec.label) from _cause(
+                    error, spec.secret_values()
+                )
+            _reraise(error, server=spec.label, secrets=spec.secret_values(), faults=faults)
+        if handshake.cancelled_caught:
+            raise DeadlineExceeded(late, server=spec.label)
+
+    @property
+    def ended(self) -> SkillwardError | None:
+        """Why the transport ended the connection (a message past a cap), if it did."""
+        ended = self._faults.ended
+        return None if ended is None else type(ended)(ended.message, server=self.label)
 
     # --- what the server said about itself -------------------------------------------
 
@@ -368,7 +367,9 @@ class SkillsClient:
                 if scope.cancel_called:
                     # The deadline fired; the SDK may surface that as any error at all.
                     raise late from _cause(error, self._secrets)
-                _reraise(error, server=self.label, uri=uri, secrets=self._secrets)
+                _reraise(
+                    error, server=self.label, uri=uri, secrets=self._secrets, faults=self._faults
+                )
         raise late
 
     async def _request(self, request: Any) -> dict[str, Any]:
@@ -397,8 +398,9 @@ class SkillsClient:
     def _check_page(self, raw: dict[str, Any], spent: _Spent) -> None:
         """Refuse a page past the listing bounds before validating a single entry of it.
 
-        The transport has already buffered and parsed the response (the SDK has no size
-        cap); what is bounded here is everything built from it and kept.
+        The transport has already held the message to ``Limits.message_bytes`` and
+        ``max_message_nodes`` and parsed it; what is bounded here is everything built
+        from it and kept.
         """
         limits = self.limits
         skills = raw.get("skills")
@@ -414,20 +416,29 @@ class SkillsClient:
             )
             if spent.files > limits.max_listed_files:
                 raise ListingRunaway(f"the listing has more than {limits.max_listed_files} files")
-        self._check_bytes(raw, spent, "skills/list", "listing")
-
-    def _check_bytes(self, raw: dict[str, Any], spent: _Spent, method: str, walk: str) -> None:
-        """Refuse one ``method`` result above ``max_list_response_bytes``, or a ``walk`` whose
-        results together pass ``max_listing_bytes``, measured as JSON before anything is built."""
         limits = self.limits
-        size = json_size(raw, limit=limits.max_list_response_bytes)
-        if size > limits.max_list_response_bytes:
-            raise ResponseTooLarge(
-                f"a {method} result is larger than {limits.max_list_response_bytes} bytes"
-            )
-        spent.bytes += size
-        if spent.bytes > limits.max_listing_bytes:
-            raise ListingRunaway(f"the {walk} is larger than {limits.max_listing_bytes} bytes")
+        walk = ("listing", limits.max_listing_bytes)
+        self._check_bytes(raw, "skills/list", limits.max_list_response_bytes, spent, walk)
+
+    @staticmethod
+    def _check_bytes(
+        raw: dict[str, Any],
+        method: str,
+        cap: int,
+        spent: _Spent | None = None,
+        walk: tuple[str, int] | None = None,
+    ) -> None:
+        """Refuse one ``method`` result above ``cap`` bytes, or one that takes the walk it is
+        part of (``spent`` so far; its name and cap) past its cap, measured as JSON before
+        anything is built."""
+        size = json_size(raw, limit=cap)
+        if size > cap:
+            raise ResponseTooLarge(f"a {method} result is larger than {cap} bytes")
+        if spent is not None and walk is not None:
+            name, most = walk
+            spent.bytes += size
+            if spent.bytes > most:
+                raise ListingRunaway(f"the {name} is larger than {most} bytes")
 
     async def list_skills(self) -> SkillListing:
         """Walk every ``skills/list`` page within the configured bounds."""
@@ -477,6 +488,7 @@ class SkillsClient:
 
         async def operation() -> SkillEntry:
             raw = await self._request(SkillsGetRequest(params=SkillsGetParams(uri=uri)))
+            self._check_bytes(raw, "skills/get", self.limits.max_get_response_bytes)
             try:
                 result = GetSkillResult.model_validate(raw, context={"limits": self.limits})
             except ValidationError as exc:
@@ -530,7 +542,13 @@ class SkillsClient:
                     raise ListingRunaway(
                         f"the directory has more than {self.limits.max_directory_entries} entries"
                     )
-                self._check_bytes(raw, spent, "resources/directory/read", "directory listing")
+                self._check_bytes(
+                    raw,
+                    "resources/directory/read",
+                    self.limits.max_directory_response_bytes,
+                    spent,
+                    ("directory listing", self.limits.max_directory_bytes),
+                )
                 try:
                     page = DirectoryReadResult.model_validate(raw, context={"limits": self.limits})
                 except ValidationError as exc:
@@ -550,6 +568,11 @@ class SkillsClient:
 
         result: tuple[DirectoryChild, ...] = await self._run(operation, uri=uri)
         return result
+
+
+def _check_in_time(handshake: anyio.CancelScope, late: str, label: str) -> None:
+    if handshake.cancel_called:  # the deadline fired just as the handshake ended
+        raise DeadlineExceeded(late, server=label)
 
 
 def _first_problem(error: ValidationError) -> str:

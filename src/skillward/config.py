@@ -16,6 +16,8 @@ __all__ = ["SEP_MAX_SKILL_BYTES", "SEP_MAX_SKILL_FILES", "Limits"]
 #: SEP-2640's per-skill limits. Hosts must accept skills up to these.
 SEP_MAX_SKILL_FILES = 512
 SEP_MAX_SKILL_BYTES = 16 * 1024 * 1024
+#: Room a message needs beyond a file's base64: the JSON-RPC envelope, a URI at its cap.
+_ENVELOPE_BYTES = 4096
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -43,14 +45,14 @@ class Limits:
     max_list_pages: int = 1000
     #: Entries one listing walk may collect.
     max_list_entries: int = 20_000
-    #: Bytes of one ``skills/list`` (or ``resources/directory/read``) result, measured as
-    #: JSON before any entry is built. The transport has parsed it by then, which can hold
-    #: 40 times as much (wire.md).
+    #: Bytes of one ``skills/list`` result, measured as JSON before any entry is built.
     max_list_response_bytes: int = 2 * 1024 * 1024
     #: Bytes of all the ``skills/list`` results of one listing walk, measured the same way:
-    #: room for about 15,000 entries of a few files each. Bounds the pages of one
-    #: directory walk too.
+    #: room for about 15,000 entries of a few files each.
     max_listing_bytes: int = 12 * 1024 * 1024
+    #: Bytes of one ``skills/get`` result, measured as JSON before its entry is built: room
+    #: for an entry of 512 files with long URIs and frontmatter at its cap.
+    max_get_response_bytes: int = 2 * 1024 * 1024
     #: Manifest items (files) over all the entries of one listing walk.
     max_listed_files: int = 65_536
     #: Folder levels scanned below a local skills directory.
@@ -59,12 +61,34 @@ class Limits:
     max_local_scan_entries: int = 2000
     #: Children one directory walk may collect.
     max_directory_entries: int = 10_000
+    #: Bytes of one ``resources/directory/read`` result, measured as JSON before any child
+    #: is built.
+    max_directory_response_bytes: int = 2 * 1024 * 1024
+    #: Bytes of all the ``resources/directory/read`` results of one directory walk,
+    #: measured the same way: about 400 bytes for each of ``max_directory_entries``.
+    max_directory_bytes: int = 4 * 1024 * 1024
+    #: Bytes of one JSON-RPC message as it arrives (a stdio line, an HTTP response body,
+    #: one server-sent event), refused while it is read, before it is parsed. None: half
+    #: as much again as ``max_resource_bytes`` (24 MiB at the defaults), room for such a
+    #: file as base64 or as escaped text (:attr:`message_bytes`). A number must leave room
+    #: for the base64.
+    max_message_bytes: int | None = None
+    #: JSON values in one message, counted before it is parsed as the ``[``, ``{`` and
+    #: ``,`` outside strings. Parsed, each costs up to about 70 bytes (300 on the SDK's
+    #: HTTP path) whatever its size as text, so this bounds what one message can cost.
+    max_message_nodes: int = 256 * 1024
     #: Decoded bytes of one resource read (a single file can't exceed the skill cap).
     max_resource_bytes: int = SEP_MAX_SKILL_BYTES
-    #: Overall deadline, in seconds, for one operation (a whole listing walk included).
+    #: Overall deadline, in seconds, for one operation (the handshake, and a whole listing
+    #: walk, included).
     operation_timeout: float = 60.0
     #: Deadline, in seconds, for any single request (the handshake included).
     request_timeout: float = 30.0
+    #: Seconds a stdio server has to exit once its stdin is closed (after a normal close;
+    #: one that missed a deadline gets SIGTERM at once), and again after SIGTERM, before
+    #: SIGKILL. Spent in a task of the host's own: no call waits for it, and leaving the
+    #: host only for a server still within it after a normal close.
+    exit_timeout: float = 2.0
     #: Bytes of a stdio server's stderr kept on disk (its log and one rotated predecessor).
     max_server_log_bytes: int = 1024 * 1024
     #: Bytes the disk cache keeps per server label; least recently used files go first.
@@ -92,3 +116,18 @@ class Limits:
                 "Limits below SEP-2640's per-skill minimum (512 files, 16 MiB) would refuse "
                 "conforming skills"
             )
+        if self.max_message_bytes is not None and self.max_message_bytes < self._base64_room():
+            raise ConfigError(
+                f"Limits.max_message_bytes must leave room for a max_resource_bytes file sent "
+                f"as base64: at least {self._base64_room()} bytes"
+            )
+
+    def _base64_room(self) -> int:
+        return 4 * -(-self.max_resource_bytes // 3) + _ENVELOPE_BYTES
+
+    @property
+    def message_bytes(self) -> int:
+        """The cap on one message: ``max_message_bytes``, or what it is by default."""
+        if self.max_message_bytes is not None:
+            return self.max_message_bytes
+        return max(self.max_resource_bytes * 3 // 2, self._base64_room())

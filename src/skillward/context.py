@@ -27,6 +27,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import re
 import secrets
@@ -116,7 +117,7 @@ _DEFAULT_IGNORABLE: Final = (
 def _invisible_codepoints() -> set[int]:
     points: set[int] = set()
     # Format (Cf), line/paragraph separators and controls only occur in these planes;
-    # scanning them at import costs about 10 ms.
+    # scanning them costs about 10 ms, once (see _tables).
     for plane in (range(0x0, 0x20000), range(0xE0000, 0xE1000)):
         for cp in plane:
             if unicodedata.category(chr(cp)) in {"Cc", "Cf", "Zl", "Zp"}:
@@ -142,50 +143,83 @@ def _char_class(points: Iterable[int]) -> str:
     return "".join(parts)
 
 
-_INVISIBLE: Final = frozenset(_invisible_codepoints())
-#: The visible marker each invisible character becomes.
-_MARKS: Final = {chr(cp): f"[U+{cp:04X}]" for cp in sorted(_INVISIBLE)}
-#: Emoji presentation selectors (U+FE0E, U+FE0F) are ordinary text right after a visible
-#: character, so they are left alone there; anywhere else (at the start, after a space or
-#: another invisible character, as in variation-selector smuggling) they show nothing.
-#: A lookbehind after the class, so sre keeps its fast first-character scan.
-_KEPT_SELECTOR: Final = f"(?<![^\\s{_char_class(_INVISIBLE)}][\\uFE0E\\uFE0F])"
-# Two scans, because sre checks a class of BMP characters several times faster than one
-# that also holds supplementary-plane ranges. Capturing, so re.split keeps the matches.
-_BMP_INVISIBLE_RE: Final = re.compile(
-    f"([{_char_class(c for c in _INVISIBLE if c <= 0xFFFF)}]){_KEPT_SELECTOR}"
-)
-#: The supplementary-plane invisible characters by the first two bytes of their UTF-8: a
-#: handful of prefixes, shared by no emoji. The second scan looks only for the groups whose
-#: prefix the text holds, as each range in a class slows sre's scan of every character.
-_ASTRAL_GROUPS: Final = {
-    prefix: tuple(c for c in sorted(_INVISIBLE) if c > 0xFFFF and chr(c).encode()[:2] == prefix)
-    for prefix in sorted({chr(c).encode()[:2] for c in _INVISIBLE if c > 0xFFFF})
-}
-_ASTRAL_LEADS: Final = frozenset(prefix[:1] for prefix in _ASTRAL_GROUPS)
+@dataclass(frozen=True, slots=True)
+class _Tables:
+    """What finding invisible characters takes. Built on first use (:func:`_tables`):
+    scanning Unicode for them costs about 10 ms, which a process that never neutralises
+    text (``skillward policy show``) should not pay at import."""
+
+    #: The visible marker each invisible character becomes.
+    marks: dict[str, str]
+    bmp_invisible: re.Pattern[str]
+    #: The supplementary-plane invisible characters by the first two bytes of their UTF-8.
+    astral_groups: dict[bytes, tuple[int, ...]]
+    astral_leads: frozenset[bytes]
+    #: The ASCII invisible characters, as bytes: bytes.translate finds them far faster
+    #: than sre.
+    ascii_invisible: bytes
+    #: What could need a change in ASCII text, bar the boundary: a control character, or
+    #: the word every marker holds.
+    short_suspect: re.Pattern[str]
+
+
+@functools.cache
+def _tables() -> _Tables:
+    invisible = frozenset(_invisible_codepoints())
+    # Emoji presentation selectors (U+FE0E, U+FE0F) are ordinary text right after a
+    # visible character, so they are left alone there; anywhere else (at the start, after
+    # a space or another invisible character, as in variation-selector smuggling) they
+    # show nothing. A lookbehind after the class, so sre keeps its fast first-character
+    # scan.
+    kept_selector = f"(?<![^\\s{_char_class(invisible)}][\\uFE0E\\uFE0F])"
+    # Two scans, because sre checks a class of BMP characters several times faster than
+    # one that also holds supplementary-plane ranges. Capturing, so re.split keeps the
+    # matches.
+    bmp = re.compile(f"([{_char_class(c for c in invisible if c <= 0xFFFF)}]){kept_selector}")
+    # A handful of UTF-8 prefixes, shared by no emoji. The second scan looks only for the
+    # groups whose prefix the text holds, as each range in a class slows sre's scan of
+    # every character.
+    astral = sorted(c for c in invisible if c > 0xFFFF)
+    groups = {
+        prefix: tuple(c for c in astral if chr(c).encode()[:2] == prefix)
+        for prefix in sorted({chr(c).encode()[:2] for c in astral})
+    }
+    ascii_invisible = bytes(c for c in range(0x80) if c in invisible)
+    return _Tables(
+        marks={chr(cp): f"[U+{cp:04X}]" for cp in sorted(invisible)},
+        bmp_invisible=bmp,
+        astral_groups=groups,
+        astral_leads=frozenset(prefix[:1] for prefix in groups),
+        ascii_invisible=ascii_invisible,
+        short_suspect=re.compile(
+            "[" + "".join(f"\\x{c:02x}" for c in ascii_invisible) + "]|skillward",
+            re.IGNORECASE,
+        ),
+    )
+
+
 _ASTRAL_RES: dict[tuple[bytes, ...], re.Pattern[str]] = {}
 
 
 def _astral_invisible_re(raw: bytes) -> re.Pattern[str] | None:
     """The scan for the supplementary-plane invisible characters ``raw`` may hold, if any."""
+    tables = _tables()
     # Single bytes first: memchr finds those far faster than two-byte prefixes.
-    if not any(lead in raw for lead in _ASTRAL_LEADS):
+    if not any(lead in raw for lead in tables.astral_leads):
         return None
     # Emoji, the common supplementary-plane characters, all start F0 9F: none is invisible.
     if b"\xf3" not in raw and raw.count(b"\xf0") == raw.count(b"\xf0\x9f"):
         return None
-    present = tuple(prefix for prefix in _ASTRAL_GROUPS if prefix in raw)
+    present = tuple(prefix for prefix in tables.astral_groups if prefix in raw)
     if not present:
         return None
     pattern = _ASTRAL_RES.get(present)
     if pattern is None:
-        points = [c for prefix in present for c in _ASTRAL_GROUPS[prefix]]
+        points = [c for prefix in present for c in tables.astral_groups[prefix]]
         pattern = _ASTRAL_RES[present] = re.compile(f"([{_char_class(points)}])")
     return pattern
 
 
-#: The ASCII invisible characters, as bytes: bytes.translate finds them far faster than sre.
-_ASCII_INVISIBLE: Final = bytes(c for c in range(0x80) if c in _INVISIBLE)
 #: Characters per re.split call, which bounds the list of pieces it builds.
 _CHUNK: Final = 1 << 18
 
@@ -205,11 +239,6 @@ _MARKER_FOLDS: Final = (
 
 #: ASCII strings up to this long are checked with one regex search before anything else.
 _SHORT: Final = 1024
-#: What could need a change in ASCII text, bar the boundary: a control character, or the
-#: word every marker holds.
-_SHORT_SUSPECT_RE: Final = re.compile(
-    "[" + "".join(f"\\x{c:02x}" for c in _ASCII_INVISIBLE) + "]|skillward", re.IGNORECASE
-)
 
 #: Content in which more than one character in this many bytes (about 3%) would be marked
 #: is shown base64-encoded instead. Each mark adds at most 7 bytes ("\x01" becomes
@@ -285,20 +314,21 @@ def _neutralise(
     marked. Text with nothing to mark costs a few passes of bytes methods and no copy.
     """
     # Attribute values and other short strings: one regex search beats the passes below.
+    tables = _tables()
     short = len(text) <= _SHORT and text.isascii()
-    if short and not _SHORT_SUSPECT_RE.search(text) and boundary not in text.lower():
+    if short and not tables.short_suspect.search(text) and boundary not in text.lower():
         return text
     if raw is None:
         raw = text.encode("utf-8", "surrogatepass")
     found = _Findings()
     marked = 0
     if text.isascii():
-        hidden = len(raw) - len(raw.translate(None, _ASCII_INVISIBLE))
+        hidden = len(raw) - len(raw.translate(None, tables.ascii_invisible))
         if budget is not None and hidden > budget:
             return None
-        passes = [_BMP_INVISIBLE_RE] if hidden else []
+        passes = [tables.bmp_invisible] if hidden else []
     else:
-        passes = [_BMP_INVISIBLE_RE]
+        passes = [tables.bmp_invisible]
         astral = _astral_invisible_re(raw)
         if astral is not None:
             passes.append(astral)
@@ -357,7 +387,8 @@ def _mark_pass(
             return None
         for char, count in Counter(found).items():
             counts[ord(char)] = counts.get(ord(char), 0) + count
-        parts[1::2] = [_MARKS[char] for char in found]
+        marks = _tables().marks
+        parts[1::2] = [marks[char] for char in found]
         out.append("".join(parts))
     return ("".join(out) if len(out) != 1 else out[0]), marked
 
@@ -706,14 +737,20 @@ class ContextBlock:
             ]
         if self.kind == "directory":
             data["children"] = [
-                # Unbounded, like the content they appear in.
-                {"name": neutralise(name, self.boundary), "type": _child_type(is_dir)}
+                # Unbounded, like the content they appear in, and shown as it is: base64
+                # (each name's UTF-8) when the listing is.
+                {"name": self._child_name(name), "type": _child_type(is_dir)}
                 for name, is_dir in self.children
             ]
             data["hidden"] = self.hidden
         if self.kind == "error":
             data["error"] = self.error_type
         return data
+
+    def _child_name(self, name: str) -> str:
+        if self.encoding == "base64":
+            return base64.b64encode(name.encode("utf-8", "surrogatepass")).decode("ascii")
+        return neutralise(name, self.boundary)
 
 
 def _child_type(is_dir: bool) -> str:
@@ -884,7 +921,8 @@ def resource_block(
 def directory_block(
     *, origin: Origin, uri: str, children: Sequence[tuple[str, bool]], hidden: int = 0
 ) -> ContextBlock:
-    """A directory's children as ``(name, is_directory)``.
+    """A directory's children as ``(name, is_directory)``: a listing in which more than
+    one character in 32 bytes would be marked is shown base64-encoded, like file content.
 
     ``hidden`` counts children withheld because the held skill entry does not list them;
     the block says so rather than showing them as the skill's.
@@ -894,12 +932,14 @@ def directory_block(
     children = tuple((name, bool(is_dir)) for name, is_dir in children)
     # The names are the server's data, so they are content: one child per line, its
     # type first. Line breaks in a name are escaped so it cannot start another line;
-    # neutralisation then treats the listing like any other content.
-    lines = (f"{_child_type(is_dir)} {_one_line(name)}" for name, is_dir in children)
+    # neutralisation then treats the listing like any other content, the base64 fallback
+    # for too many marks included.
+    listing = "\n".join(f"{_child_type(is_dir)} {_one_line(name)}" for name, is_dir in children)
     return _build(
         "directory",
         origin,
-        content="\n".join(lines),
+        content=listing,
+        raw=listing.encode("utf-8", "surrogatepass"),
         untrusted=[uri],
         uri=uri,
         children=children,

@@ -79,7 +79,7 @@ from skillward.approvals import (
 )
 from skillward.audit import AuditTrail, EventKind, GateKind, Outcome
 from skillward.cache import CacheKey, ContentCache, NoCache
-from skillward.client import SkillsClient, leaves, translate
+from skillward.client import Reaper, SkillsClient, leaves, translate
 from skillward.config import Limits
 from skillward.context import (
     READ_RESOURCE_TOOL,
@@ -104,6 +104,7 @@ from skillward.errors import (
     ExecutionDenied,
     FrontmatterError,
     IntegrityError,
+    OriginError,
     PolicyDenied,
     ReactivationRequired,
     ResponseTooLarge,
@@ -132,7 +133,14 @@ from skillward.gates import (
 )
 from skillward.origins import Origin, SkillKey
 from skillward.policy import EffectivePolicy, GrantKind, GrantMode, NoPolicy, Policy
-from skillward.registry import Collision, Declined, Registry, SkillRecord, parse_reference
+from skillward.registry import (
+    Collision,
+    Declined,
+    Registry,
+    SkillRecord,
+    parse_reference,
+    unknown_label,
+)
 from skillward.servers import ServerSpec, check_label
 from skillward.uris import ResourceUri, parse_uri, resolve_reference
 from skillward.verify import (
@@ -449,6 +457,7 @@ class SkillHost:
         self._local_locks: dict[str, anyio.Lock] = {}
         self._stack: AsyncExitStack | None = None
         self._tasks: anyio.abc.TaskGroup | None = None
+        self._reaper: Reaper | None = None
 
     @property
     def limits(self) -> Limits:
@@ -461,6 +470,7 @@ class SkillHost:
             raise UsageError("this SkillHost is already open")
         stack = AsyncExitStack()
         self._tasks = await stack.enter_async_context(anyio.create_task_group())
+        self._reaper = Reaper(self._tasks)
         self._stack = stack
         try:
             for source in self.config.local_dirs:
@@ -479,11 +489,15 @@ class SkillHost:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Disconnect every server (in reverse order of connection). Never raises for a
-        server that already died."""
+        """Disconnect every server (in reverse order of connection), then wait for their
+        processes to be stopped: each stdio server still gets ``Limits.exit_timeout`` to
+        exit after its stdin closes, but one already sent SIGTERM is killed at once. Never
+        raises for a server that already died."""
         for label in reversed(list(self._connections)):
             await self.disconnect(label)
-        stack, self._stack, self._tasks = self._stack, None, None
+        if self._reaper is not None:
+            self._reaper.hurry()
+        stack, self._stack, self._tasks, self._reaper = self._stack, None, None, None
         if stack is not None:
             await stack.aclose()
 
@@ -549,9 +563,7 @@ class SkillHost:
         if old is None:
             raise UnknownServer(f"no server was connected as {label!r}")
         self._check_server(old.spec)
-        old.stop.set()
-        with anyio.CancelScope(shield=True):
-            await old.done.wait()
+        await self._end(old)
         connection = _Connection(old.spec)
         self._connections[label] = connection
         try:
@@ -592,7 +604,9 @@ class SkillHost:
         label = connection.label
         try:
             with connection.scope:
-                async with SkillsClient.connect(connection.spec, limits=self.limits) as client:
+                async with SkillsClient.connect(
+                    connection.spec, limits=self.limits, reaper=self._reaper
+                ) as client:
                     connection.client = client
                     connection.reported_name = client.server_name
                     connection.ready.set()
@@ -632,6 +646,12 @@ class SkillHost:
             with scope:
                 try:
                     return await operation(client)
+                except OriginError:
+                    if client.ended is not None:
+                        # The transport refused what the server sent and ended the
+                        # connection: the caller hears why; later calls, that it is gone.
+                        self._lost(connection, client.ended)
+                    raise
                 except ServerDisconnected as error:
                     # The session noticed the connection is gone: end it, for every caller.
                     self._lost(connection, error)
@@ -679,14 +699,27 @@ class SkillHost:
             await self._list(connection)
 
     async def disconnect(self, label: str) -> None:
-        """Close the connection, forget the server's skills, and end their acting windows."""
+        """Close the connection, forget the server's skills, and end their acting windows.
+
+        Returns once the session is closed (within ``Limits.exit_timeout``); a stdio
+        server's process is stopped afterwards, in a task of the host's own."""
         connection = self._connections.pop(label, None)
         self.registry.remove_origin(label)
         for key in [k for k in self._windows if k.origin == label]:
             self._close(key)
         if connection is not None:
-            connection.stop.set()
-            with anyio.CancelScope(shield=True):
+            await self._end(connection)
+
+    async def _end(self, connection: _Connection) -> None:
+        """Close ``connection``'s session, within ``Limits.exit_timeout``: past that it is
+        cut off. Never waits for a stdio server's process, which is stopped in a task of
+        the host's own."""
+        connection.stop.set()
+        with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(self.limits.exit_timeout):
+                await connection.done.wait()
+            if not connection.done.is_set():
+                connection.scope.cancel()
                 await connection.done.wait()
 
     async def forget_server(self, label: str) -> None:
@@ -716,7 +749,9 @@ class SkillHost:
                 raise UnknownServer(
                     f"{label!r} is a local skill directory, not a server", local=True
                 )
-            raise UnknownServer(f"no connected server is labelled {label!r}")
+            raise unknown_label(
+                label, self._connections, f"no connected server is labelled {label!r}"
+            )
         return connection
 
     async def wait_disconnected(self, label: str) -> ServerStatus:

@@ -210,6 +210,12 @@ class Terminal:
         for line in lines:
             self.err.print("  | " + line, markup=False, highlight=False)
 
+    def confirm(self, question: str, *, stdin: TextIO | None = None) -> bool:
+        """Ask ``question`` on stderr; only **y** is yes (Enter and end of input are no)."""
+        self.err.print(_safe(question, 500), soft_wrap=True)
+        choices = {"y": "[bold]y[/bold]es", "n": "[bold]n[/bold]o"}
+        return _choose(self.err, stdin or sys.stdin, choices, "n") == "y"
+
     def error(self, error: SkillwardError) -> None:
         if self.json_errors:
             self.json_error(error_json(error))

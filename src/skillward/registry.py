@@ -5,7 +5,11 @@ reference resolves like this:
 
 * ``LABEL:NAME``, ``LABEL:SKILL-PATH`` (``acme:acme/billing/refunds``) or
   ``LABEL:URI`` (``acme:skill://acme/billing/refunds/SKILL.md``) look only in
-  that origin;
+  that origin. ``LABEL`` may be spelled as the servers file spells the name
+  (``brave_search``, ``My Server``): it goes through the same
+  :func:`~skillward.servers.normalise_label`, and names only the origin whose label
+  is exactly the result. An unknown label is an error naming the nearest known one;
+  it is never guessed;
 * a bare ``NAME`` (or skill path, or URI) resolves only when exactly one skill
   anywhere matches it. Otherwise :class:`~skillward.errors.AmbiguousName` lists
   the qualified candidates.
@@ -17,6 +21,7 @@ both reachable by their qualified references.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections import defaultdict
 from collections.abc import Iterable
@@ -34,7 +39,7 @@ from skillward.errors import (
     UsageError,
 )
 from skillward.origins import Origin, SkillKey
-from skillward.servers import check_label
+from skillward.servers import check_label, normalise_label
 from skillward.uris import fold_collisions, fold_key
 from skillward.wire import SkillEntry
 
@@ -44,7 +49,9 @@ __all__ = [
     "Reference",
     "Registry",
     "SkillRecord",
+    "nearest_label",
     "parse_reference",
+    "unknown_label",
 ]
 
 _URI_START = re.compile(r"[a-z][a-z0-9+.\-]*://")
@@ -135,18 +142,22 @@ class Reference:
 
 
 def parse_reference(text: str) -> Reference:
-    """Parse ``NAME``, ``PATH``, ``URI`` or any of them qualified as ``LABEL:...``."""
+    """Parse ``NAME``, ``PATH``, ``URI`` or any of them qualified as ``LABEL:...``.
+
+    ``LABEL`` is normalised as servers files' names are (``brave_search:deploy`` is
+    ``brave-search:deploy``), so a person can write the name they configured.
+    """
     if not isinstance(text, str) or not text or len(text) > 2048:
         raise UsageError("a skill reference must be a non-empty string")
     label: str | None = None
     rest = text
     if not _URI_START.match(text) and ":" in text:
-        label, _, rest = text.partition(":")
+        written, _, rest = text.partition(":")
         try:
-            check_label(label)
+            label = normalise_label(written)
         except ConfigError:
             raise UsageError(
-                f"{text!r} is not a skill reference: {label!r} is not a server label"
+                f"{text!r} is not a skill reference: {written!r} is not a server label"
             ) from None
         if not rest:
             raise UsageError(f"{text!r} names a server but no skill")
@@ -158,6 +169,34 @@ def parse_reference(text: str) -> Reference:
             raise UsageError(f"{text!r} names no skill path")
         return Reference(label, "path", path)
     return Reference(label, "name", rest)
+
+
+#: How many known labels an unknown-label error lists.
+_LABELS_SHOWN = 12
+
+
+def nearest_label(label: str, known: Iterable[str]) -> str | None:
+    """The one of ``known`` that ``label`` is most likely a slip for, if any is close.
+
+    A suggestion for people only: a reference never resolves to it.
+    """
+    near = difflib.get_close_matches(label, sorted(set(known)), n=1)
+    return near[0] if near else None
+
+
+def unknown_label(label: str, known: Iterable[str], message: str) -> UnknownServer:
+    """UnknownServer for ``label``, naming the nearest of the ``known`` labels
+    (:func:`nearest_label`) and listing them in the hint."""
+    labels = sorted(set(known))
+    near = nearest_label(label, labels)
+    if near is not None:
+        message += f"; did you mean {near!r}?"
+    if not labels:
+        return UnknownServer(
+            message, hint="None is known here: no server is connected, no skill directory added."
+        )
+    shown = ", ".join(labels[:_LABELS_SHOWN]) + (", ..." if len(labels) > _LABELS_SHOWN else "")
+    return UnknownServer(message, hint=f"The labels known here: {shown}.")
 
 
 class Registry:
@@ -215,7 +254,9 @@ class Registry:
     def origin(self, label: str) -> Origin:
         origin = self._origins.get(label)
         if origin is None:
-            raise UnknownServer(f"no server or skill directory is labelled {label!r}")
+            raise unknown_label(
+                label, self._origins, f"no server or skill directory is labelled {label!r}"
+            )
         return origin
 
     def origins(self) -> list[Origin]:

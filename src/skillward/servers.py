@@ -93,8 +93,11 @@ def normalise_label(name: str) -> str:
 
 
 class _Spec(BaseModel):
-    # Inputs can hold secrets (headers, env): validation errors never quote them.
-    model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
+    # Inputs can hold secrets (headers, env): validation errors never quote them. Built
+    # on first use, not at import (see skillward.wire.WireModel).
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", hide_input_in_errors=True, defer_build=True
+    )
 
 
 class StdioTransport(_Spec):

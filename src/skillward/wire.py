@@ -186,6 +186,9 @@ class WireModel(BaseModel):
     """Base of every wire model: frozen, camelCase on the wire, unknown fields dropped."""
 
     model_config = ConfigDict(
+        # Validators are built when a model is first used, not when it is imported: a
+        # command that never parses a listing never pays for them.
+        defer_build=True,
         frozen=True,
         extra="ignore",
         alias_generator=to_camel,

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pexpect
 import pytest
 
-from skillward.cli import DEMO_TAMPERED_URI
+from skillward._clihost import DEMO_TAMPERED_URI
 from skillward.server import example_skills_dir
 from tests.support.trees import build_tree, skill_md, write
 
@@ -18,15 +20,12 @@ TIMEOUT = 60
 EXAMPLES = f"examples={sys.executable} -m skillward serve"
 TAMPERED = f"{EXAMPLES} --tamper {DEMO_TAMPERED_URI}"
 NO_KEYRING = "keyring.backends.fail.Keyring"
+SECRET_SERVICE = "keyring.backends.SecretService.Keyring"
 
 
-def run(
-    *args: str,
-    home: Path,
-    stdin: str = "",
-    columns: int = 200,
-    keyring: str | None = NO_KEYRING,
-) -> subprocess.CompletedProcess[str]:
+def environment(
+    home: Path, *, columns: int = 200, keyring: str | None = NO_KEYRING
+) -> dict[str, str]:
     env = {
         **os.environ,
         "HOME": str(home),
@@ -41,12 +40,23 @@ def run(
     env.pop("PYTHON_KEYRING_BACKEND", None)
     if keyring is not None:
         env["PYTHON_KEYRING_BACKEND"] = keyring
+    return env
+
+
+def run(
+    *args: str,
+    home: Path,
+    stdin: str = "",
+    columns: int = 200,
+    keyring: str | None = NO_KEYRING,
+    prefix: tuple[str, ...] = (),
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "skillward", *args],
+        [*prefix, sys.executable, "-m", "skillward", *args],
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
-        env=env,
+        env=environment(home, columns=columns, keyring=keyring),
         input=stdin,
         check=False,
     )
@@ -162,6 +172,52 @@ def secret_service_or_skip(home: Path) -> None:
         )
 
 
+def private_bus_or_skip(home: Path) -> tuple[str, ...]:
+    """A command prefix running the command on its own session bus, where a Secret Service
+    (gnome-keyring, started on demand in ``home``) has no collection yet."""
+    bus = shutil.which("dbus-run-session")
+    if bus is None or shutil.which("gnome-keyring-daemon") is None:
+        pytest.skip("needs dbus-run-session and gnome-keyring-daemon (.ci/run installs them)")
+    runtime = home / "run"
+    runtime.mkdir(mode=0o700)
+    # No display, so the prompt to create a collection cannot be shown (it counts as
+    # dismissed); the daemon's sockets go in the test's directory, not the user's.
+    return (
+        "env",
+        "-u",
+        "DISPLAY",
+        "-u",
+        "WAYLAND_DISPLAY",
+        f"XDG_RUNTIME_DIR={runtime}",
+        bus,
+        "--",
+    )
+
+
+@pytest.mark.threat("T27")
+def test_a_first_approval_where_the_keyring_has_no_collection_says_what_to_do_in_one_line(
+    tmp_path: Path,
+) -> None:
+    prefix = private_bus_or_skip(tmp_path)
+    common = ("--no-local", "--server", EXAMPLES)
+    approved = run(
+        "approve", "refunds", "--yes", *common, home=tmp_path, keyring=SECRET_SERVICE, prefix=prefix
+    )
+    assert approved.returncode == 3, approved.stderr
+    (line,) = [line for line in approved.stderr.splitlines() if "not remembered" in line]
+    assert "has no default keyring" in line
+    assert "gnome-keyring-daemon --replace --unlock" in line
+    assert "InitError" not in approved.stderr
+    assert "Traceback" not in approved.stderr
+    listed = run(
+        "approvals", "list", "--json", home=tmp_path, keyring=SECRET_SERVICE, prefix=prefix
+    )
+    assert listed.returncode == 0, listed.stderr
+    report = json.loads(listed.stdout)
+    assert report["approvals"] == []
+    assert "has no default keyring" in report["remember_unavailable"]
+
+
 @pytest.mark.threat("T18")
 def test_approve_then_load_uses_the_remembered_approval_until_it_is_revoked(
     tmp_path: Path,
@@ -179,15 +235,49 @@ def test_approve_then_load_uses_the_remembered_approval_until_it_is_revoked(
     assert record["uri"] == "skill://acme/billing/refunds/SKILL.md"
     assert record["identity"].startswith("stdio:")
     assert record["revoked"] is None
-    revoked = run("approvals", "revoke", "examples:refunds", home=tmp_path, keyring=None)
+    revoked = run("approvals", "revoke", "examples:refunds", "--json", home=tmp_path, keyring=None)
     assert revoked.returncode == 0, revoked.stderr
+    assert json.loads(revoked.stdout)["revoked"]["revoked"] is not None
     again = run("load", "refunds", *common, home=tmp_path, keyring=None)
     assert again.returncode == 3
     assert run("approve", "refunds", "--yes", *common, home=tmp_path, keyring=None).returncode == 0
-    assert run("approvals", "reset", home=tmp_path, keyring=None).returncode == 0
+    reset = run("approvals", "reset", "--yes", "--json", home=tmp_path, keyring=None)
+    assert reset.returncode == 0, reset.stderr
+    assert json.loads(reset.stdout)["forgotten"] >= 1
     listed = json.loads(run("approvals", "list", "--json", home=tmp_path, keyring=None).stdout)
     assert listed["approvals"] == []
     assert run("load", "refunds", *common, home=tmp_path, keyring=None).returncode == 3
+
+
+def test_approvals_reset_at_a_terminal_asks_first_and_enter_keeps_them(tmp_path: Path) -> None:
+    secret_service_or_skip(tmp_path)
+    common = ("--no-local", "--server", EXAMPLES)
+    approved = run("approve", "refunds", "--yes", *common, home=tmp_path, keyring=None)
+    assert approved.returncode == 0, approved.stderr
+
+    def reset(answer: str) -> int:
+        child = pexpect.spawn(
+            sys.executable,
+            ["-m", "skillward", "approvals", "reset"],
+            env=environment(tmp_path, keyring=None),
+            timeout=TIMEOUT,
+        )
+        child.expect("Forget all 1 remembered approvals")
+        child.expect(r"\(n\)")
+        child.sendline(answer)
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus is not None
+        return child.exitstatus
+
+    def remembered() -> int:
+        listed = run("approvals", "list", "--json", home=tmp_path, keyring=None)
+        return len(json.loads(listed.stdout)["approvals"])
+
+    assert reset("") == 0
+    assert remembered() == 1
+    assert reset("y") == 0
+    assert remembered() == 0
 
 
 @pytest.mark.threat("T22")
@@ -256,9 +346,17 @@ def test_cache_list_shows_what_a_load_kept_and_purge_removes_it(tmp_path: Path) 
     skill_md_bytes = (example_skills_dir() / "acme/billing/refunds/SKILL.md").read_bytes()
     assert (examples["files"], examples["bytes"]) == (1, len(skill_md_bytes))
     assert "examples  1 files" in run("cache", "list", home=tmp_path).stdout
-    purged = run("cache", "purge", "examples", home=tmp_path)
+    kept = run("cache", "purge", "nobody", "--json", home=tmp_path)
+    assert json.loads(kept.stdout) == {
+        "root": data["root"],
+        "label": "nobody",
+        "files": 0,
+        "bytes": 0,
+    }
+    purged = run("cache", "purge", "Examples", home=tmp_path)
     assert purged.returncode == 0, purged.stderr
-    assert "removed 1 cached files" in purged.stderr
+    assert "removed 1 cached files (" in purged.stderr
+    assert "of examples" in purged.stderr
     assert json.loads(run("cache", "list", "--json", home=tmp_path).stdout)["labels"] == []
 
 
@@ -345,6 +443,18 @@ def test_demo_loads_a_skill_and_refuses_the_tampered_read(tmp_path: Path) -> Non
     assert "<skillward:skill " in result.stdout
     assert "DigestMismatch" in result.stdout
     assert "differs from the listing" in result.stderr
+
+
+def test_demo_json_gives_each_step_as_json(tmp_path: Path) -> None:
+    result = run("demo", "--json", home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    steps = json.loads(result.stdout)["steps"]
+    assert [step["step"][:2] for step in steps] == ["1.", "2.", "3.", "4.", "5.", "6."]
+    assert [block["kind"] for block in steps[1]["blocks"]] == ["catalog"]
+    assert [block["kind"] for block in steps[2]["blocks"]] == ["skill"]
+    assert [block["kind"] for block in steps[4]["blocks"]] == ["error"]
+    assert "DigestMismatch" in json.dumps(steps[4]["blocks"])
+    assert steps[5]["errors"]
 
 
 def test_help_documents_the_exit_codes(tmp_path: Path) -> None:

@@ -252,3 +252,22 @@ def test_a_skill_only_a_failed_server_may_serve_is_blamed_on_it_in_json_too(
     labelled = run("show", "gone:refunds", "--no-local", *servers, home=tmp_path)
     assert labelled.returncode == 6, labelled.stderr
     assert "'gone' failed to connect, so its skills are unknown" in labelled.stderr
+
+
+def test_a_server_is_named_as_its_servers_file_spells_it(tmp_path: Path) -> None:
+    command, _, rest = EXAMPLES.partition("=")[2].partition(" ")
+    config = tmp_path / "servers.json"
+    config.write_text(
+        json.dumps({"mcpServers": {"brave_search": {"command": command, "args": rest.split()}}})
+    )
+    common = ("--no-local", "--config", str(config))
+    for written in ("brave_search", "Brave Search", "brave-search"):
+        result = run("show", f"{written}:refunds", "--json", *common, home=tmp_path)
+        assert result.returncode == 0, result.stderr
+        shown = json.loads(result.stdout)
+        assert shown["origin"]["label"] == "brave-search"
+        assert shown["qualified"] == "brave-search:refunds"
+    typo = run("show", "brave_serch:refunds", *common, home=tmp_path)
+    assert typo.returncode == 2, typo.stderr
+    assert "no server or skill directory is labelled 'brave-serch'" in typo.stderr
+    assert "did you mean 'brave-search'?" in typo.stderr

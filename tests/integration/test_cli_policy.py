@@ -56,6 +56,12 @@ def test_policy_check_exits_1_with_a_file_and_line_for_each_problem(tmp_path: Pa
     missing = run("policy", "check", str(tmp_path / "nope.toml"), home=tmp_path)
     assert missing.returncode == 1
     assert "nope.toml: cannot be read" in missing.stdout
+    as_json = run("policy", "check", str(good), str(bad), "--json", home=tmp_path)
+    assert as_json.returncode == 1
+    report = json.loads(as_json.stdout)
+    assert report["files"] == [str(good), str(bad)]
+    assert [(p["file"], p["line"]) for p in report["problems"]] == [(str(bad), 3), (str(bad), 4)]
+    assert report["problems"][0]["message"] == "unknown key 'servers.alow' is ignored"
 
 
 def test_policy_schema_prints_the_json_schema(tmp_path: Path) -> None:

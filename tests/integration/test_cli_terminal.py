@@ -180,8 +180,15 @@ def test_logs_prints_a_servers_log_escaped(tmp_path: Path) -> None:
     assert lines[2] == "\\x1b]0;pwned\\x07"
     assert lines[3].startswith("skillward serve: 4 skills from ")
 
-    last = run("logs", "evil", "--lines", "1", home=tmp_path)
+    last = run("logs", "Evil", "--lines", "1", home=tmp_path)
     assert last.stdout.splitlines() == lines[-1:]
+    typo = run("logs", "evl", home=tmp_path)
+    assert typo.returncode == 2
+    assert "did you mean 'evil'?" in typo.stderr
+    as_json = json.loads(run("--json", "logs", "evil", home=tmp_path).stdout)
+    assert as_json["label"] == "evil"
+    assert as_json["file"] == str(log_dir(tmp_path) / "evil.log")
+    assert as_json["lines"] == lines
 
 
 def test_logs_of_a_server_with_no_log_is_a_usage_error(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ from skillward.errors import (
     SkillChanged,
     SkillNotActive,
     SkillTooLarge,
+    UnknownServer,
     UnlistedResource,
     UnverifiableSkill,
 )
@@ -356,6 +357,19 @@ async def test_a_server_imitating_another_label_gains_nothing(w: World) -> None:
     items = {item.origin.label for item in w.host.catalog() if item.name == "good"}
     assert items == {"hostile"}
     assert 'server="trusted"' not in w.host.catalog_block().text().split("good")[0][-300:]
+
+
+@pytest.mark.threat("T4")
+async def test_a_label_written_as_configured_reaches_that_label_alone(w: World) -> None:
+    # The hostile server reports the name "trusted": the written label still names only
+    # the origin labelled "trusted", whatever its case or separators.
+    for written in ("Trusted:refunds", "TRUSTED:refunds", "trusted_:refunds"):
+        assert w.host.resolve(written).origin.label == "trusted"
+    uri = w.host.resolve("trusted:refunds").key.locator
+    assert (await w.host.lookup(f"Trusted:{uri}")).origin.label == "trusted"
+    with pytest.raises(UnknownServer) as info:
+        await w.host.lookup(f"trustd:{uri}")
+    assert "did you mean 'trusted'?" in info.value.message
 
 
 @pytest.mark.threat("T21")

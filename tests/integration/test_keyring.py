@@ -7,7 +7,6 @@ saying so; in CI a skip fails the run.
 
 from __future__ import annotations
 
-import contextlib
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,42 +16,29 @@ from typing import Any
 import keyring.errors
 import pytest
 from keyring.backend import KeyringBackend
-from keyring.backends import SecretService, fail
+from keyring.backends import fail
+from secretstorage.exceptions import ItemNotFoundException, PromptDismissedException
 
-from skillward._keys import SERVICE, OsKeyring
-from skillward._store import FileApprovalStore
+from skillward._keys import ATTEMPTS, OsKeyring
+from skillward._store import VERIFY_ATTEMPTS, FileApprovalStore
 from skillward.approvals import ApprovalBook, Decision, Scope, record_for
 from skillward.errors import RememberUnavailable
 from tests.support.approvals import HTTP, Scripted, make_entry, make_request, yes
+from tests.support.secret_service import forget, secret_service_or_skip
 
 pytestmark = pytest.mark.threat("T18")
 
 # keyring's backends are untyped.
 FAIL: Any = fail.Keyring
-SECRET_SERVICE: Any = SecretService.Keyring
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def secret_service_or_skip() -> Any:
-    backend = SECRET_SERVICE()
-    why = OsKeyring("probe", backend=backend).unavailable()
-    if why is not None:
-        pytest.skip(
-            f"no usable Secret Service ({why}); run under dbus-run-session with an unlocked "
-            "gnome-keyring-daemon, as .ci/run does"
-        )
-    return backend
 
 
 @pytest.fixture
 def secret_service(tmp_path: Path) -> Iterator[Any]:
     backend = secret_service_or_skip()
     yield backend
-    scope = OsKeyring(str((tmp_path / "approvals.json").absolute()), backend=backend)
-    for what in ("key", "generation"):
-        with contextlib.suppress(keyring.errors.PasswordDeleteError):
-            backend.delete_password(SERVICE, scope._account(what))
+    forget(backend, tmp_path / "approvals.json")
 
 
 def record() -> Any:
@@ -201,5 +187,179 @@ def test_an_unusable_keyring_grants_nothing_refuses_to_remember_and_never_crashe
     assert store.get(record().key) is None
     assert store.records() == []
     with pytest.raises(RememberUnavailable, match=named):
+        store.put(record())
+    assert not (tmp_path / "approvals.json").exists()
+
+
+class Racing(Plaintext):
+    """Recommended and working, but reads of chosen items fail for a while, as a read racing
+    a replace in a non-transactional keyring does: ``vanish`` reads raise the exception
+    secretstorage raises for an item found and then gone; ``miss`` reads find nothing."""
+
+    priority = 5
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.vanish: dict[str, int] = {}
+        self.miss: dict[str, int] = {}
+        self.reads: dict[str, int] = {}
+
+    @staticmethod
+    def _what(username: str) -> str:
+        return username.split("-")[1]  # approvals-WHAT-SCOPE
+
+    def get_password(self, service: str, username: str) -> str | None:
+        what = self._what(username)
+        self.reads[what] = self.reads.get(what, 0) + 1
+        if self.vanish.get(what, 0) > 0:
+            self.vanish[what] -= 1
+            raise ItemNotFoundException("Item does not exist!")
+        if self.miss.get(what, 0) > 0:
+            self.miss[what] -= 1
+            return None
+        return super().get_password(service, username)
+
+
+def stored_twice(path: Path, backend: Racing) -> bytes:
+    """A store at generation 2, written by another process; its bytes."""
+    store = FileApprovalStore(path, keys=OsKeyring("x", backend=backend))
+    store.put(record())
+    store.put(record().model_copy(update={"granted_at": 2.0}))
+    return path.read_bytes()
+
+
+@pytest.mark.threat("T27")
+@pytest.mark.parametrize("what", ["generation", "key", "probe"])
+def test_a_keyring_read_that_races_a_replace_is_tried_again_and_nothing_is_lost(
+    tmp_path: Path, what: str
+) -> None:
+    backend = Racing()
+    path = tmp_path / "approvals.json"
+    stored_twice(path, backend)
+    backend.vanish[what] = ATTEMPTS - 1
+    pauses: list[float] = []
+    store = FileApprovalStore(path, keys=OsKeyring("x", backend=backend, pause=pauses.append))
+    assert store.unavailable() is None
+    found = store.get(record().key)
+    assert found is not None
+    assert found.granted_at == 2.0
+    store.put(record().model_copy(update={"granted_at": 3.0}))
+    assert backend.vanish[what] == 0
+    assert len(pauses) == ATTEMPTS - 1
+    assert sum(pauses) < 0.1  # bounded: the lock is held meanwhile
+    assert store.problems == []
+    assert not list(tmp_path.glob("approvals.json.untrusted-*"))
+
+
+@pytest.mark.threat("T27")
+@pytest.mark.parametrize("what", ["generation", "key"])
+def test_a_read_that_misses_an_item_mid_replace_does_not_untrust_the_store(
+    tmp_path: Path, what: str
+) -> None:
+    backend = Racing()
+    path = tmp_path / "approvals.json"
+    stored_twice(path, backend)
+    # The counter reads as 0 (so the file looks ahead of it), or there is no key.
+    backend.miss[what] = VERIFY_ATTEMPTS - 1
+    reader = FileApprovalStore(path, keys=OsKeyring("x", backend=backend))
+    found = reader.get(record().key)
+    assert found is not None
+    assert found.granted_at == 2.0
+    assert reader.problems == []
+    assert not list(tmp_path.glob("approvals.json.untrusted-*"))
+
+
+@pytest.mark.threat("T27")
+def test_a_counter_that_stays_missing_still_untrusts_the_store_after_the_bounded_checks(
+    tmp_path: Path,
+) -> None:
+    backend = Racing()
+    path = tmp_path / "approvals.json"
+    stored_twice(path, backend)
+    backend.miss["generation"] = 10**6
+    backend.reads.clear()
+    reader = FileApprovalStore(path, keys=OsKeyring("x", backend=backend))
+    assert reader.get(record().key) is None
+    assert "ahead of the keyring's counter" in reader.problems[0].message
+    assert len(list(tmp_path.glob("approvals.json.untrusted-*"))) == 1
+    assert backend.reads["generation"] == VERIFY_ATTEMPTS + 1  # and once after moving it aside
+
+
+@pytest.mark.threat("T27")
+@pytest.mark.parametrize("what", ["generation", "probe"])
+def test_a_keyring_that_keeps_failing_mid_read_refuses_to_remember_and_records_nothing(
+    tmp_path: Path, what: str
+) -> None:
+    backend = Racing()
+    path = tmp_path / "approvals.json"
+    before = stored_twice(path, backend)
+    backend.vanish[what] = 10**6
+    backend.reads.clear()
+    pauses: list[float] = []
+    store = FileApprovalStore(path, keys=OsKeyring("x", backend=backend, pause=pauses.append))
+    with pytest.raises(RememberUnavailable, match="ItemNotFoundException"):
+        store.put(record().model_copy(update={"granted_at": 3.0}))
+    assert path.read_bytes() == before
+    assert backend.reads[what] == ATTEMPTS  # tried again, a bounded number of times
+    assert store.get(record().key) is None  # grants nothing meanwhile, and raises nothing
+    assert path.read_bytes() == before  # not moved aside: the file may well be fine
+    assert store.problems == []
+
+
+class Counting(Locked):
+    """A locked keyring that counts the writes asked of it (each one an unlock prompt)."""
+
+    writes = 0
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        self.writes += 1
+        super().set_password(service, username, password)
+
+
+@pytest.mark.threat("T27")
+def test_a_locked_keyring_is_asked_once_not_again_and_again(tmp_path: Path) -> None:
+    backend = Counting()
+    store = FileApprovalStore(tmp_path / "approvals.json", keys=OsKeyring("x", backend=backend))
+    with pytest.raises(RememberUnavailable, match="KeyringLocked"):
+        store.put(record())
+    assert store.unavailable() is not None
+    assert backend.writes == 1
+
+
+class NoCollection(Plaintext):
+    """A Secret Service with no default collection, where the prompt to create one was
+    dismissed: keyring raises this InitError from every call."""
+
+    priority = 5
+
+    def _fail(self) -> None:
+        try:
+            raise PromptDismissedException("Prompt dismissed.")
+        except PromptDismissedException as exc:
+            raise keyring.errors.InitError(
+                "Failed to create the collection: Prompt dismissed.."
+            ) from exc
+
+    def get_password(self, service: str, username: str) -> str | None:
+        self._fail()
+        return None
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        self._fail()
+
+
+def test_a_keyring_with_no_default_collection_says_what_to_do_in_one_line(
+    tmp_path: Path,
+) -> None:
+    store = FileApprovalStore(
+        tmp_path / "approvals.json", keys=OsKeyring("x", backend=NoCollection())
+    )
+    why = store.unavailable()
+    assert why is not None
+    assert "has no default keyring" in why
+    assert "gnome-keyring-daemon --replace --unlock" in why
+    assert "InitError" not in why
+    assert "\n" not in why
+    with pytest.raises(RememberUnavailable, match="no default keyring"):
         store.put(record())
     assert not (tmp_path / "approvals.json").exists()

@@ -1,14 +1,22 @@
-"""The approval store shared by real processes: concurrent writers, and writers killed."""
+"""The approval store shared by real processes: concurrent writers, and writers killed.
+
+The writers keep the key and counter in a file (fast, and they can be killed at any
+point), or in the session's Secret Service, whose items are not replaced atomically.
+"""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from skillward._keys import OsKeyring
+from skillward._store import FileApprovalStore
 from skillward.origins import SkillKey
+from tests.support.secret_service import BACKEND_NAME, forget, secret_service_or_skip
 from tests.support.store_worker import store
 
 pytestmark = [pytest.mark.threat("T18"), pytest.mark.threat("T27")]
@@ -38,6 +46,41 @@ def test_eight_processes_approving_two_hundred_skills_each_leave_every_record_va
         for index in (0, 99, 199):
             key = SkillKey(f"w{writer}", f"skill://w{writer}/s{index}/SKILL.md")
             assert reader.get(key) is not None, key
+
+
+def test_eight_processes_remembering_through_the_secret_service_lose_no_approval(
+    tmp_path: Path,
+) -> None:
+    backend = secret_service_or_skip()
+    path = tmp_path / "approvals.json"
+    processes, approvals = 8, 25
+    # The writers use the default keyring, as the command line does: the session's.
+    env = {**os.environ, "PYTHON_KEYRING_BACKEND": BACKEND_NAME}
+    try:
+        result = subprocess.run(
+            [*WORKER, "concurrent", str(tmp_path), str(processes), str(approvals), "keyring"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=REPO,
+            env=env,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.split() == ["0"] * processes, result.stderr
+        keys = OsKeyring(str(path.absolute()), backend=backend)
+        reader = FileApprovalStore(path, keys=keys)
+        records = reader.records()
+        assert len(records) == processes * approvals
+        assert reader.problems == []
+        assert not list(tmp_path.glob("approvals.json.untrusted-*"))
+        assert keys.generation() == processes * approvals  # every write raised the counter
+        for writer in range(processes):
+            for index in range(approvals):
+                key = SkillKey(f"w{writer}", f"skill://w{writer}/s{index}/SKILL.md")
+                assert reader.get(key) is not None, key
+    finally:
+        forget(backend, path)
 
 
 def test_a_writer_killed_mid_write_fifty_times_never_leaves_an_unloadable_store(

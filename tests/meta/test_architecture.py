@@ -13,8 +13,10 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "skillward"
 
 # Third-party libraries each confined to the modules named here.
 CONFINED = {
-    "mcp": {"client.py", "server.py"},
-    "mcp_types": {"client.py", "server.py", "_methods.py"},
+    "mcp": {"client.py", "_transport.py", "server.py"},
+    "mcp_types": {"client.py", "_transport.py", "server.py", "_methods.py"},
+    # The SDK's HTTP client, held to the message caps at the client edge's transport.
+    "httpx2": {"_transport.py"},
     "keyring": {"_keys.py"},
     "filelock": {"_store.py"},
     "platformdirs": {"_dirs.py"},
@@ -129,7 +131,25 @@ def submodules_imported(path: Path) -> set[str]:
 
 def test_the_host_depends_on_the_cache_seam_never_on_the_disk_cache() -> None:
     users = {path.name for path in MODULES if "_diskcache" in submodules_imported(path)}
-    assert users <= {"__init__.py", "cli.py"}, users
+    assert users <= {"__init__.py", "_clistate.py", "_clihost.py"}, users
+
+
+def test_the_lazy_facade_imports_for_type_checkers_exactly_what_it_exports() -> None:
+    tree = ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8"))
+    (checked,) = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+    ]
+    imported = {
+        node.module: tuple(alias.name for alias in node.names)
+        for node in checked.body
+        if isinstance(node, ast.ImportFrom)
+    }
+    assert imported == skillward._MODULES
+    assert sorted(name for names in imported.values() for name in names) == sorted(
+        skillward.__all__
+    )
 
 
 # Open flags some platforms lack (Windows): read as getattr(os, NAME, 0), or `_tree`'s

@@ -1,14 +1,15 @@
 """Hostile listings at every listing limit, and what one costs a client in memory.
 
-A stdio server serves one listing shape, as large as the default ``Limits`` allow
-(or, for ``beyond``, one response past them)::
+A server serves one listing shape, as large as the default ``Limits`` allow (or, for
+the shapes in ``PAST_THE_TRANSPORT``, one message past or at the transport's caps)::
 
-    python -m tests.support.listings serve SHAPE
+    python -m tests.support.listings serve SHAPE [--http 127.0.0.1:0]
 
-A client process connects to that server, walks the listing, and prints as JSON how
-much its resident memory grew at the peak, and what came of the walk::
+A client process starts that server, walks the listing over stdio or streamable HTTP
+(``http`` answers with JSON bodies, ``http-sse`` with server-sent events), and prints as
+JSON how much its resident memory grew at the peak, and what came of the walk::
 
-    python -m tests.support.listings measure SHAPE
+    python -m tests.support.listings measure SHAPE [stdio|http|http-sse]
 
 Each is a separate process so the measurement holds nothing but the client.
 """
@@ -16,7 +17,10 @@ Each is a separate process so the measurement holds nothing but the client.
 from __future__ import annotations
 
 import json
+import os
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +31,9 @@ from mcp.server import Server
 from skillward._methods import SkillsListParams
 from skillward.config import Limits
 from skillward.errors import SkillwardError
-from skillward.server import serve_stdio
-from skillward.servers import ServerSpec, StdioTransport
+from skillward.servers import HttpTransport, ServerSpec, StdioTransport
 from skillward.wire import EXTENSION_ID
+from tests.support.servers import http_server, run_server_process
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DIGEST = "sha256:" + "0" * 64
@@ -86,10 +90,34 @@ def _entries() -> list[list[dict[str, Any]]]:
     return _fill(_entry, per_entry=300, count=LIMITS.max_list_entries)
 
 
-def _beyond() -> list[list[dict[str, Any]]]:
-    # One response 16 times the response limit: the transport buffers it all.
+def _beyond() -> list[dict[str, Any]]:
+    # One response 16 times the response limit, 32 MiB: past the transport's message cap.
     count = 16 * LIMITS.max_list_response_bytes // 80_000
-    return [[_entry(i, files=LIMITS.max_skill_files) for i in range(count)]]
+    return [{"skills": [_entry(i, files=LIMITS.max_skill_files) for i in range(count)]}]
+
+
+def _wide() -> list[dict[str, Any]]:
+    # A small message (1.5 MB) of empty lists, 2 bytes and over 70 parsed each: past the
+    # transport's count of values.
+    return [{"skills": [], "padding": [[]] * (LIMITS.max_message_nodes * 2)}]
+
+
+def _astral() -> list[dict[str, Any]]:
+    # One string just under the message cap, held four bytes a character once parsed
+    # (one character outside the BMP makes Python store them all that wide): the most a
+    # message within the transport's caps can cost.
+    size = int(LIMITS.message_bytes * _MARGIN)
+    return [{"skills": [], "padding": "\U0001f600" + "x" * size}]
+
+
+def _results(shape: str) -> list[dict[str, Any]]:
+    """The whole ``skills/list`` results of ``shape``, page by page."""
+    if shape in PAST_THE_TRANSPORT:
+        return PAST_THE_TRANSPORT[shape]()
+    results: list[dict[str, Any]] = [{"skills": page} for page in SHAPES[shape]()]
+    for index, result in enumerate(results[:-1]):
+        result["nextCursor"] = str(index + 1)
+    return results
 
 
 SHAPES = {
@@ -97,8 +125,10 @@ SHAPES = {
     "frontmatter": _frontmatter,
     "unknown": _unknown,
     "entries": _entries,
-    "beyond": _beyond,
 }
+#: One response each, which the client refuses: at the transport, or (``astral``, within
+#: the transport's caps) at the listing's own.
+PAST_THE_TRANSPORT = {"beyond": _beyond, "wide": _wide, "astral": _astral}
 
 
 def pages_server(pages: list[dict[str, Any]]) -> Server[Any]:
@@ -111,24 +141,43 @@ def pages_server(pages: list[dict[str, Any]]) -> Server[Any]:
     async def no_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
         return types.ListResourcesResult(resources=[])
 
+    async def legacy_extensions(ctx: Any, call_next: Any) -> Any:
+        # The 2025-11-25 initialize result drops extensions: put them back.
+        result = await call_next(ctx)
+        if ctx.method == "initialize" and isinstance(result, dict):
+            result.setdefault("capabilities", {})["extensions"] = dict(server.extensions)
+        return result
+
     server: Server[Any] = Server("pages", on_list_resources=no_resources)
     server.extensions[EXTENSION_ID] = {"directoryRead": False}
     server.add_request_handler("skills/list", SkillsListParams, list_skills)
+    server.middleware.append(legacy_extensions)
     return server
 
 
 def build_server(shape: str) -> Server[Any]:
-    pages = SHAPES[shape]()
-    results: list[dict[str, Any]] = [{"skills": page} for page in pages]
-    for index, result in enumerate(results[:-1]):
-        result["nextCursor"] = str(index + 1)
-    return pages_server(results)
+    return pages_server(_results(shape))
 
 
-def spec(shape: str) -> ServerSpec:
-    argv = (sys.executable, "-m", "tests.support.listings", "serve", shape)
-    transport = StdioTransport(command=argv[0], args=argv[1:], cwd=str(REPO_ROOT))
-    return ServerSpec(label="listings", transport=transport)
+def _serve_argv(shape: str) -> list[str]:
+    return [sys.executable, "-m", "tests.support.listings", "serve", shape]
+
+
+@asynccontextmanager
+async def spec(shape: str, over: str = "stdio") -> AsyncIterator[ServerSpec]:
+    """A spec for a server of ``shape`` over ``over`` (started here for HTTP)."""
+    if over == "stdio":
+        argv = _serve_argv(shape)
+        transport = StdioTransport(
+            command=argv[0], args=tuple(argv[1:]), cwd=str(REPO_ROOT), stderr="discard"
+        )
+        yield ServerSpec(label="listings", transport=transport)
+        return
+    async with http_server([*_serve_argv(shape), "--http", "127.0.0.1:0"]) as url:
+        # The 2025-11-25 handshake gets its answers as server-sent events; the 2026-07-28
+        # one as JSON bodies.
+        mode = "legacy" if over == "http-sse" else "auto"
+        yield ServerSpec(label="listings", transport=HttpTransport(url=url), mode=mode)
 
 
 def _status_bytes(field: str) -> int:
@@ -145,19 +194,21 @@ def _reset_peak() -> None:
     Path("/proc/self/clear_refs").write_text("5")
 
 
-async def measure(shape: str) -> dict[str, Any]:
+async def measure(shape: str, over: str = "stdio") -> dict[str, Any]:
     """Walk the listing of ``shape``; the peak growth of resident memory, and the outcome."""
     from skillward.client import SkillsClient  # noqa: PLC0415 (after the baseline imports)
 
-    outcome: dict[str, Any] = {"shape": shape}
+    outcome: dict[str, Any] = {"shape": shape, "over": over}
     with anyio.fail_after(300):
-        async with SkillsClient.connect(spec(shape)) as client:
+        async with spec(shape, over) as server, SkillsClient.connect(server) as client:
             before = _status_bytes("VmRSS")
             _reset_peak()
             try:
                 listing = await client.list_skills()
             except SkillwardError as error:
                 outcome["error"] = type(error).__name__
+                outcome["server"] = error.server
+                outcome["message"] = error.message
             else:
                 outcome["entries"] = len(listing.entries)
                 outcome["rejected"] = len(listing.rejected)
@@ -166,12 +217,43 @@ async def measure(shape: str) -> dict[str, Any]:
     return outcome
 
 
+async def measure_sdk(shape: str) -> dict[str, Any]:
+    """The same walk's first page with the SDK alone (its stdio transport, no caps): the
+    baseline for what the transport's caps save."""
+    from mcp import Client, StdioServerParameters  # noqa: PLC0415 (after the baseline imports)
+    from mcp.client.stdio import stdio_client  # noqa: PLC0415
+    from pydantic import BaseModel, ConfigDict  # noqa: PLC0415
+
+    from skillward._methods import SkillsListRequest  # noqa: PLC0415
+
+    class Raw(BaseModel):
+        model_config = ConfigDict(extra="allow")
+
+    argv = _serve_argv(shape)
+    params = StdioServerParameters(command=argv[0], args=argv[1:], cwd=str(REPO_ROOT))
+    outcome: dict[str, Any] = {"shape": shape, "over": "stdio", "client": "sdk"}
+    with anyio.fail_after(300), open(os.devnull, "w", encoding="utf-8") as errlog:  # noqa: ASYNC230
+        async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+            before = _status_bytes("VmRSS")
+            _reset_peak()
+            request = SkillsListRequest(params=SkillsListParams())
+            await client.session.send_request(request, Raw)
+            peak = _status_bytes("VmHWM")
+    outcome["growth_mb"] = max(peak - before, 0) / 1e6
+    return outcome
+
+
 def main() -> None:
-    command, shape = sys.argv[1], sys.argv[2]
+    command, shape, *rest = sys.argv[1:]
     if command == "serve":
-        anyio.run(serve_stdio, build_server(shape))
+        http = rest[1] if rest[:1] == ["--http"] else None
+        run_server_process(build_server(shape), http, "listings")
     else:
-        print(json.dumps(anyio.run(measure, shape)))
+        over = rest[0] if rest else "stdio"
+        if over == "sdk":
+            print(json.dumps(anyio.run(measure_sdk, shape)))
+        else:
+            print(json.dumps(anyio.run(measure, shape, over)))
 
 
 if __name__ == "__main__":

@@ -15,9 +15,14 @@ Modes:
   only: written as raw JSON-RPC lines, since no serializer would produce it);
 * ``die-on-read``: the process exits in the middle of answering ``resources/read``;
 * ``ok``: behaves (used for a healthy second server, with ``--pid``);
-* ``plain``: an MCP server without the skills extension.
+* ``plain``: an MCP server without the skills extension;
+* ``huge-read``: answers ``resources/read`` of any ``email.md`` with 32 MiB;
+* ``linger``: behaves, but once its stdin closes it stays (stdio only), and a SIGTERM
+  only leaves a note (``FILE.term`` beside the ``--pid`` file): only SIGKILL ends it.
 
 ``--pid FILE`` writes the process id, so a test can kill the server.
+
+:func:`deaf_argv` is a process that never answers at all, and stays when its stdin closes.
 """
 
 from __future__ import annotations
@@ -25,8 +30,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import time
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import anyio
@@ -39,7 +47,37 @@ from skillward.server import (
 )
 from tests.support.servers import run_server_process
 
-MODES = ("ok", "plain", "silent", "stall-list", "stall-read", "endless", "nested", "die-on-read")
+MODES = (
+    "ok",
+    "plain",
+    "silent",
+    "stall-list",
+    "stall-read",
+    "endless",
+    "nested",
+    "die-on-read",
+    "huge-read",
+    "linger",
+)
+#: What ``huge-read`` answers with: past the transport's message cap (24 MiB).
+HUGE = 32 * 1024 * 1024
+
+#: Writes its pid first thing (no slow imports), then neither reads nor answers.
+_DEAF = """
+import os, signal, sys, time
+with open(sys.argv[1], "w") as pid:
+    pid.write(str(os.getpid()))
+if sys.argv[2] == "ignore-term":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+while True:
+    time.sleep(3600)
+"""
+
+
+def deaf_argv(pid_file: Path, *, ignore_term: bool = False) -> list[str]:
+    """A stdio "server" that never answers and stays when its stdin closes. SIGTERM ends
+    it, unless ``ignore_term``: then only SIGKILL does."""
+    return [sys.executable, "-c", _DEAF, str(pid_file), "ignore-term" if ignore_term else "term"]
 
 
 def _raw_nested_stdio(depth: int) -> None:
@@ -77,6 +115,8 @@ def build_misbehaving_server(directory: Path, mode: str) -> Server[Any]:
         raise ValueError(mode)
     if mode == "plain":
         return Server("plain")
+    if mode == "linger":
+        mode = "ok"
     server = build_server(SkillCatalog.from_directory(directory), name="misbehaving")
     pages = 0
 
@@ -92,6 +132,9 @@ def build_misbehaving_server(directory: Path, mode: str) -> Server[Any]:
             return {"skills": [], "nextCursor": f"page-{pages}"}
         if mode == "die-on-read" and method == "resources/read":
             os._exit(3)
+        uri = ctx.params.get("uri") if ctx.params else None
+        if mode == "huge-read" and isinstance(uri, str) and uri.endswith("/email.md"):
+            return {"contents": [{"uri": uri, "blob": "A" * HUGE}]}
         return await call_next(ctx)
 
     server.middleware.append(middleware)
@@ -111,7 +154,21 @@ def main() -> None:
         _raw_nested_stdio(100_000)
         return
     server = build_misbehaving_server(args.directory, args.mode)
+    if args.mode == "linger":
+        _linger(server, args.pid)
+        return
     run_server_process(server, args.http, "misbehaving")
+
+
+def _linger(server: Server[Any], pid: Path | None) -> None:
+    def note(signum: int, frame: FrameType | None) -> None:
+        if pid is not None:
+            pid.with_suffix(".term").write_text("SIGTERM")
+
+    signal.signal(signal.SIGTERM, note)
+    run_server_process(server, None, "misbehaving")  # returns when stdin closes
+    while True:
+        time.sleep(3600)
 
 
 if __name__ == "__main__":

@@ -3,13 +3,16 @@
 Imports happen once here; the writers are forked from this process, so starting
 hundreds of them costs milliseconds, not an interpreter start each::
 
-    python -m tests.support.store_worker concurrent DIR PROCESSES APPROVALS
+    python -m tests.support.store_worker concurrent DIR PROCESSES APPROVALS [keyring]
     python -m tests.support.store_worker churn DIR
 
 ``concurrent`` forks PROCESSES writers that each remember APPROVALS different
-skills, waits for them, and prints their exit statuses. ``churn`` reads one line
-per round from stdin (a number K), forks a writer that remembers skills without
-end, lets it start K writes, kills it with SIGKILL, and prints ``killed N``.
+skills, reading each back through a second store of their own, waits for them,
+and prints their exit statuses. With ``keyring`` the stores keep their key and
+counter in the OS keyring (``keyring.get_keyring()``, as the command line does),
+not in a file. ``churn`` reads one line per round from stdin (a number K), forks a
+writer that remembers skills without end, lets it start K writes, kills it with
+SIGKILL, and prints ``killed N``.
 """
 
 from __future__ import annotations
@@ -20,24 +23,27 @@ import sys
 from pathlib import Path
 
 from skillward._store import FileApprovalStore
-from skillward.approvals import Scope, record_for
+from skillward.approvals import ApprovalRecord, Scope, record_for
 from tests.support.approvals import make_entry
 from tests.support.keys import FileKeys
 
 
-def store(directory: Path) -> FileApprovalStore:
-    return FileApprovalStore(directory / "approvals.json", keys=FileKeys(directory / "keys.json"))
+def store(directory: Path, *, keyring: bool = False) -> FileApprovalStore:
+    path = directory / "approvals.json"
+    if keyring:
+        return FileApprovalStore(path)
+    return FileApprovalStore(path, keys=FileKeys(directory / "keys.json"))
 
 
-def remember(target: FileApprovalStore, label: str, index: int) -> None:
+def remember(target: FileApprovalStore, label: str, index: int) -> ApprovalRecord:
     entry = make_entry(
         {"notes.md": f"{label} {index}\n".encode()}, root=f"skill://{label}/s{index}"
     )
-    target.put(
-        record_for(
-            entry, label=label, identity="http:x", scope=Scope.REMEMBER, granted_at=float(index)
-        )
+    record = record_for(
+        entry, label=label, identity="http:x", scope=Scope.REMEMBER, granted_at=float(index)
     )
+    target.put(record)
+    return record
 
 
 def writer(directory: Path, label: str, count: int | None, progress: int | None) -> None:
@@ -51,14 +57,27 @@ def writer(directory: Path, label: str, count: int | None, progress: int | None)
         index += 1
 
 
-def concurrent(directory: Path, processes: int, approvals: int) -> None:
+def checked_writer(directory: Path, label: str, count: int, *, keyring: bool) -> None:
+    """Remember ``count`` skills, each read back by another store as another process would."""
+    target = store(directory, keyring=keyring)
+    reader = store(directory, keyring=keyring)
+    for index in range(count):
+        record = remember(target, label, index)
+        if reader.get(record.key) != record:
+            raise AssertionError(f"{label} {index}: not read back")
+    problems = target.problems + reader.problems
+    if problems:
+        raise AssertionError(f"{label}: {problems}")
+
+
+def concurrent(directory: Path, processes: int, approvals: int, *, keyring: bool) -> None:
     children = []
     for number in range(processes):
         pid = os.fork()
         if pid == 0:
             code = 0
             try:
-                writer(directory, f"w{number}", approvals, None)
+                checked_writer(directory, f"w{number}", approvals, keyring=keyring)
             except BaseException as exc:  # report, then exit without running the parent's code
                 print(f"writer {number}: {exc!r}", file=sys.stderr, flush=True)
                 code = 1
@@ -95,7 +114,8 @@ def churn(directory: Path) -> None:
 def main() -> None:
     mode, directory = sys.argv[1], Path(sys.argv[2])
     if mode == "concurrent":
-        concurrent(directory, int(sys.argv[3]), int(sys.argv[4]))
+        keyring = sys.argv[5:] == ["keyring"]
+        concurrent(directory, int(sys.argv[3]), int(sys.argv[4]), keyring=keyring)
     else:
         churn(directory)
 

@@ -328,10 +328,38 @@ async def test_directory_pages_larger_together_than_the_walk_cap_are_refused() -
         ListingRunaway,
         hostile(directory=paged),
         lambda c: c.read_directory("skill://s0"),
-        limits=Limits(max_listing_bytes=1024 * 1024),
+        limits=Limits(max_directory_bytes=1024 * 1024),
         within=20,
     )
-    assert "directory listing is larger than" in str(error)
+    assert "directory listing is larger than 1048576 bytes" in str(error)
+
+
+async def test_directory_pages_have_byte_caps_of_their_own() -> None:
+    async def bloated(ctx: Any, params: UriParams) -> dict[str, Any]:
+        return {"resources": [child(0, "n" * 300_000)]}
+
+    # Under the listing's caps, over the directory's: the directory's apply.
+    limits = Limits(max_directory_response_bytes=256 * 1024)
+    assert limits.max_list_response_bytes > 300_000
+    error = await expect(
+        ResponseTooLarge,
+        hostile(directory=bloated),
+        lambda c: c.read_directory("skill://s0"),
+        limits=limits,
+    )
+    assert "resources/directory/read result is larger than 262144 bytes" in str(error)
+
+
+async def test_a_skills_get_result_past_its_cap_is_refused_before_its_entry_is_built() -> None:
+    async def bloated(ctx: Any, params: UriParams) -> dict[str, Any]:
+        skill = entry(0)
+        skill["padding"] = ["x" * 1000] * 3000  # an unknown field, 3 MB
+        return {"skill": skill}
+
+    error = await expect(
+        ResponseTooLarge, hostile(skills_get=bloated), lambda c: c.get_skill("skill://s0/SKILL.md")
+    )
+    assert "skills/get result is larger than 2097152 bytes" in str(error)
 
 
 async def test_a_directory_child_with_an_overlong_uri_is_an_invalid_response() -> None:

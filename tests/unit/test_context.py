@@ -670,6 +670,42 @@ def test_content_never_grows_past_half_its_size_whatever_it_holds(text: str) -> 
 
 
 @pytest.mark.threat("T21")
+@settings(deadline=None)
+@given(st.lists(st.tuples(HOSTILE_TEXT, st.booleans()), max_size=4))
+def test_a_directory_listing_never_grows_past_half_its_size_whatever_its_names_hold(
+    children: list[tuple[str, bool]],
+) -> None:
+    with mock.patch.object(context, "_new_boundary", return_value=FIXED):
+        block = directory_block(origin=ACME, uri="skill://pdf/x", children=children)
+    kinds = ["directory" if is_dir else "file" for _, is_dir in children]
+    listing = "\n".join(
+        f"{kind} {context._one_line(name)}" for kind, (name, _) in zip(kinds, children, strict=True)
+    )
+    size = len(utf8(listing))
+    assert len(utf8(block.content)) <= max(1.5 * size, size + 4096)
+    names = [child["name"] for child in block.to_json()["children"]]
+    if block.encoding == "base64":
+        assert base64.b64decode(block.content) == utf8(listing)
+        assert [base64.b64decode(name) for name in names] == [utf8(n) for n, _ in children]
+    else:
+        assert block.content == reference_neutralise(listing, FIXED)
+        assert names == [reference_neutralise(n, FIXED) for n, _ in children]
+
+
+@pytest.mark.threat("T21")
+def test_directory_names_that_are_mostly_invisible_are_shown_base64_like_file_content() -> None:
+    name = "notes.md" + "\u200b" * 2000
+    block = directory_block(origin=ACME, uri="skill://pdf/x", children=[(name, False)] * 20)
+    assert block.encoding == "base64"
+    assert base64.b64decode(block.content) == "\n".join([f"file {name}"] * 20).encode()
+    assert block.flags[0].startswith("too-many-marks: more than ")
+    assert ("encoding", "base64") in opening_attrs(block)
+    assert any("too many invisible" in notice for notice in block.notices())
+    child = block.to_json()["children"][0]
+    assert child == {"name": base64.b64encode(name.encode()).decode(), "type": "file"}
+
+
+@pytest.mark.threat("T21")
 def test_text_that_is_mostly_invisible_is_shown_base64_with_a_flag_saying_why() -> None:
     body = "Looks empty." + "\u200b" * 100_000
     block = skill(body=body)
@@ -914,6 +950,7 @@ def test_context_module_does_no_io() -> None:
         "base64",
         "collections",
         "dataclasses",
+        "functools",
         "html",
         "json",
         "re",

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from skillward.errors import AmbiguousName, ConfigError, SkillNotFound, UnknownServer, UsageError
 from skillward.origins import Origin, SkillKey
 from skillward.registry import Registry, SkillRecord, parse_reference
+from skillward.servers import normalise_label
 from skillward.wire import parse_entry
 
 DIGEST = "sha256:" + "a" * 64
@@ -100,7 +101,9 @@ def test_a_reference_names_a_skill_by_its_uri_path_or_last_segment(text: str, na
     assert parse_reference(text).names("acme", uri) is named
 
 
-@pytest.mark.parametrize("text", ["", "Acme:refunds", "acme:", "a_b:x", "/", "acme:/"])
+@pytest.mark.parametrize(
+    "text", ["", "acme:", "/", "acme:/", "-acme:refunds", "Ácme:refunds", "a/b:x", "a\tb:x"]
+)
 def test_malformed_references_are_usage_errors(text: str) -> None:
     with pytest.raises(UsageError):
         parse_reference(text)
@@ -204,7 +207,7 @@ def test_any_reference_text_parses_or_is_a_usage_error(text: str) -> None:
     assert ref.kind in ("name", "path", "uri")
     assert ref.value
     if ref.label is not None:
-        assert text.startswith(ref.label + ":")
+        assert ref.label == normalise_label(text.partition(":")[0])
 
 
 @pytest.mark.threat("T3")
@@ -235,3 +238,88 @@ def test_entries_that_differ_only_in_uri_scheme_each_get_a_ref_of_their_own() ->
     refs = [registry.display_ref(skill), registry.display_ref(other)]
     assert refs == ["acme:skill://acme/tools/lint/SKILL.md", "acme:" + other_uri]
     assert [registry.resolve(ref) for ref in refs] == [skill, other]
+
+
+BRAVE = Origin("mcp", "brave-search", "Brave Search")
+
+
+@pytest.mark.parametrize(
+    "written", ["brave-search", "brave_search", "Brave Search", "BRAVE.SEARCH", "brave__search"]
+)
+def test_a_label_is_written_as_the_servers_file_spells_the_name(
+    registry: Registry, written: str
+) -> None:
+    registry.set_origin(BRAVE, [mcp_record(BRAVE, "deploy")])
+    assert parse_reference(f"{written}:deploy").label == "brave-search"
+    assert registry.resolve(f"{written}:deploy").origin == BRAVE
+    assert parse_reference(f"{written}:skill://deploy/SKILL.md").names(
+        "brave-search", "skill://deploy/SKILL.md"
+    )
+
+
+def test_an_unknown_label_names_the_nearest_known_one(registry: Registry) -> None:
+    registry.set_origin(BRAVE, [mcp_record(BRAVE, "deploy")])
+    with pytest.raises(UnknownServer) as info:
+        registry.resolve("brave_serch:deploy")
+    assert "did you mean 'brave-search'?" in info.value.message
+    assert info.value.hint is not None
+    assert "acme, brave-search, docs, project" in info.value.hint
+    with pytest.raises(UnknownServer) as far:
+        registry.resolve("zzzzzz:deploy")
+    assert "did you mean" not in far.value.message
+
+
+def test_an_unknown_label_with_nothing_known_says_so() -> None:
+    with pytest.raises(UnknownServer) as info:
+        Registry().resolve("acme:refunds")
+    assert "did you mean" not in info.value.message
+    assert info.value.hint is not None
+    assert "no server is connected" in info.value.hint
+
+
+@pytest.mark.threat("T4")
+def test_a_reported_name_spelled_like_a_label_never_resolves_to_its_server(
+    registry: Registry,
+) -> None:
+    # 'docs' reports the name "acme"; 'imitator' reports one that normalises to "brave-search".
+    imitator = Origin("mcp", "imitator", "Brave_Search")
+    registry.set_origin(imitator, [mcp_record(imitator, "deploy")])
+    with pytest.raises(SkillNotFound):
+        registry.resolve("Acme:style-guide")
+    with pytest.raises(UnknownServer) as info:
+        registry.resolve("Brave_Search:deploy")
+    assert "imitator" not in str(info.value)
+    registry.set_origin(BRAVE, [mcp_record(BRAVE, "deploy")])
+    assert registry.resolve("Brave_Search:deploy").origin == BRAVE
+
+
+_NAME_CHARS = st.sampled_from("abAB01 _.-")
+
+
+@pytest.mark.threat("T3", "T4")
+@given(written=st.text(_NAME_CHARS, min_size=1, max_size=12))
+def test_a_written_label_reaches_only_the_origin_labelled_its_normal_form(written: str) -> None:
+    registry = Registry()
+    labels = {"a", "b", "a-b", "ab", "a-b-0", "b1", "a0b"}
+    for label in labels:
+        origin = Origin("mcp", label)
+        registry.set_origin(origin, [mcp_record(origin, "deploy")])
+    try:
+        expected = normalise_label(written)
+    except ConfigError:
+        with pytest.raises(UsageError):
+            registry.resolve(f"{written}:deploy")
+        return
+    if expected in labels:
+        assert registry.resolve(f"{written}:deploy").origin.label == expected
+    else:
+        with pytest.raises(UnknownServer):
+            registry.resolve(f"{written}:deploy")
+
+
+@given(st.from_regex(r"[a-z0-9]{1,6}(-[a-z0-9]{1,6}){0,4}", fullmatch=True))
+def test_every_label_is_written_as_itself(label: str) -> None:
+    # Normalising is the identity on labels, so no label is unreachable as written and a
+    # written reference reaches at most one label (labels are unique, and compared exactly).
+    assert normalise_label(label) == label
+    assert parse_reference(f"{label}:deploy").label == label

@@ -242,6 +242,17 @@ def test_limits_below_the_sep_minimum_are_a_config_error() -> None:
         Limits(operation_timeout=0)
 
 
+@pytest.mark.threat("T43")
+def test_a_message_cap_with_no_room_for_a_whole_resource_read_is_a_config_error() -> None:
+    # A file at max_resource_bytes arrives as base64: a third larger, and an envelope.
+    with pytest.raises(ConfigError, match="max_message_bytes must leave room"):
+        Limits(max_message_bytes=16 * 1024 * 1024)
+    assert Limits(max_resource_bytes=3000, max_message_bytes=8192).message_bytes == 8192
+    # By default the cap follows the resource cap, with room for escaped text too.
+    assert Limits().message_bytes == 24 * 1024 * 1024
+    assert Limits(max_resource_bytes=64 * 1024 * 1024).message_bytes == 96 * 1024 * 1024
+
+
 def test_skills_page_skips_bad_entries_one_at_a_time() -> None:
     other = entry(
         uri="skill://git-workflow/SKILL.md",

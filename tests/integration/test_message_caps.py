@@ -1,0 +1,120 @@
+"""Every message a server sends is capped at the transport, before it is parsed.
+
+Real servers over stdio and streamable HTTP (JSON bodies, and server-sent events) send
+one message past the caps: 32 MiB, or a small message of many tiny JSON values. The
+client refuses it with ResponseTooLarge naming the server, and what it cost is measured
+as resident memory in a client process of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from skillward.errors import ResponseTooLarge, ServerDisconnected, SizeMismatch
+from skillward.host import SkillHost
+from skillward.server import example_skills_dir
+from skillward.servers import HttpTransport, ServerSpec, StdioTransport
+from tests.support.doubles import Approving
+from tests.support.listings import REPO_ROOT
+from tests.support.servers import http_server, serve_argv
+from tests.support.trees import skill_md, write
+
+pytestmark = [pytest.mark.anyio, pytest.mark.threat("T43")]
+
+EMAIL = "skill://acme/billing/refunds/templates/email.md"
+
+
+async def measure(shape: str, over: str) -> dict[str, Any]:
+    argv = [sys.executable, "-m", "tests.support.listings", "measure", shape, over]
+    done = await anyio.run_process(argv, cwd=REPO_ROOT)
+    outcome: dict[str, Any] = json.loads(done.stdout)
+    return outcome
+
+
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="measures memory via /proc")
+@pytest.mark.parametrize("over", ["stdio", "http", "http-sse"])
+@pytest.mark.parametrize(
+    ("shape", "why"),
+    [("beyond", "larger than 25165824 bytes"), ("wide", "more than 262144 JSON values")],
+)
+async def test_a_message_past_the_caps_is_refused_naming_the_server_for_little_memory(
+    shape: str, why: str, over: str
+) -> None:
+    with anyio.fail_after(300):
+        outcome = await measure(shape, over)
+    assert outcome["error"] == "ResponseTooLarge", outcome
+    assert outcome["server"] == "listings"
+    assert why in outcome["message"]
+    # The SDK's own transports held and parsed the whole message: 545 MB for ``beyond``.
+    assert outcome["growth_mb"] < 100, outcome
+
+
+def misbehaving_argv(mode: str, *options: str) -> list[str]:
+    examples = str(example_skills_dir())
+    return [sys.executable, "-m", "tests.support.misbehaving", examples, "--mode", mode, *options]
+
+
+async def test_a_stdio_server_sending_32_mib_is_refused_and_disconnected_with_the_reason() -> None:
+    argv = misbehaving_argv("huge-read")
+    transport = StdioTransport(
+        command=argv[0], args=tuple(argv[1:]), cwd=str(REPO_ROOT), stderr="discard"
+    )
+    async with SkillHost(approver=Approving()) as host:
+        with anyio.fail_after(60):
+            await host.connect(ServerSpec(label="s", transport=transport))
+            await host.activate("s:refunds")
+            # A listed file: more than the listing promised, whatever the cap.
+            with pytest.raises(SizeMismatch) as info:
+                await host.read_resource("s", EMAIL)
+            assert info.value.server == "s"
+            assert info.value.uri == EMAIL
+            # The line could not be skipped without reading it: the connection ended.
+            status = await host.wait_disconnected("s")
+        assert isinstance(status.error, ResponseTooLarge)
+        assert status.error.server == "s"
+        assert "larger than 25165824 bytes" in status.error.message
+        with pytest.raises(ServerDisconnected, match="larger than"):
+            await host.refresh("s")
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"], ids=["json-bodies", "server-sent-events"])
+async def test_an_http_server_sending_32_mib_is_refused_and_stays_usable(mode: str) -> None:
+    argv = [*misbehaving_argv("huge-read"), "--http", "127.0.0.1:0"]
+    async with http_server(argv) as url, SkillHost(approver=Approving()) as host:
+        spec = ServerSpec(label="h", transport=HttpTransport(url=url), mode=mode)
+        with anyio.fail_after(60):
+            await host.connect(spec)
+            await host.activate("h:refunds")
+            with pytest.raises(SizeMismatch) as info:
+                await host.read_resource("h", EMAIL)
+            assert info.value.server == "h"
+            # Only that response was refused: the next request is answered.
+            await host.refresh("h")
+        assert [s.state for s in host.servers()] == ["connected"]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"], ids=["json-bodies", "server-sent-events"])
+async def test_a_large_file_within_the_caps_is_read_whole_over_http(
+    tmp_path: Path, mode: str
+) -> None:
+    # 6 MiB of binary: 8 MiB as base64 in one message, past the SDK's own 1 MiB cap on a
+    # server-sent event, within skillward's.
+    data = bytes(range(256)) * (24 * 1024)
+    write(tmp_path, "big/SKILL.md", skill_md("big", "A large asset"))
+    write(tmp_path, "big/assets/data.bin", data)
+    async with (
+        http_server(serve_argv(tmp_path, "--http", "127.0.0.1:0")) as url,
+        SkillHost(approver=Approving()) as host,
+    ):
+        with anyio.fail_after(60):
+            await host.connect(ServerSpec(label="h", transport=HttpTransport(url=url), mode=mode))
+            await host.activate("h:big")
+            block = await host.read_resource("h", "skill://big/assets/data.bin")
+    assert block.verified
+    assert block.size == len(data)
