@@ -102,19 +102,26 @@ def read_regular_file(
     *,
     follow_symlinks: bool = False,
     cut: bool = False,
+    snapshot: bool = False,
 ) -> bytes:
     """Read a regular file, without following a symlink at its last component unless
     ``follow_symlinks``.
 
     Refuses (OSError) anything but a regular file (:class:`NotRegularFile`), and more
     than ``max_bytes`` (:class:`FileTooLarge`), reading at most one byte past the cap;
-    ``cut`` reads the first ``max_bytes`` and leaves the rest instead.
+    ``cut`` reads the first ``max_bytes`` and leaves the rest instead. ``snapshot``
+    takes a read that returns less than it asked for (one byte past the size the file
+    had when opened) as the end, as POSIX has it for regular files, saving the read
+    that would confirm it: for a caller that keeps exactly the bytes it read, such as
+    a server hashing what it serves.
     """
     flags = READ_FLAGS & ~NOFOLLOW if follow_symlinks else READ_FLAGS
-    return read_open_file(os.open(path, flags), max_bytes, path, cut=cut)
+    return read_open_file(os.open(path, flags), max_bytes, path, cut=cut, snapshot=snapshot)
 
 
-def read_open_file(fd: int, max_bytes: int, shown: object, *, cut: bool = False) -> bytes:
+def read_open_file(
+    fd: int, max_bytes: int, shown: object, *, cut: bool = False, snapshot: bool = False
+) -> bytes:
     """:func:`read_regular_file` for a descriptor already open (and checked); closes it.
     ``shown`` names the file in errors."""
     try:
@@ -124,8 +131,9 @@ def read_open_file(fd: int, max_bytes: int, shown: object, *, cut: bool = False)
         want = max_bytes if cut else max_bytes + 1
         # Sized by fstat, so a small file costs no buffer of the whole cap; then read on
         # to the end, as the file may have grown meanwhile, still never past the cap.
-        data = os.read(fd, min(want, info.st_size + 1))
-        if data and len(data) < want:
+        ask = min(want, info.st_size + 1)
+        data = os.read(fd, ask)
+        if data and len(data) < want and not (snapshot and len(data) < ask):
             chunks = [data]
             left = want - len(data)
             while left > 0:

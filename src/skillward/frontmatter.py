@@ -95,17 +95,23 @@ def _split(data: bytes, max_block: int) -> tuple[bytes, bytes]:
     block_start = first[1]
     # The closing line must start within max_block bytes; nothing past it is scanned.
     limit = block_start + max_block
-    pos = block_start
-    while pos <= limit:
-        line = _line_end(data, pos, limit + len(_DELIMITER) + 2)
-        if line is None:
-            if len(data) - pos == len(_DELIMITER) and data.endswith(_DELIMITER):
-                return data[block_start:pos], b""
+    # Each "\n---" is a line starting with the delimiter: it closes the block when
+    # nothing but a line end (or the end of the data) follows.
+    newline = block_start - 1
+    while True:
+        newline = data.find(b"\n---", newline, limit + len(_DELIMITER))
+        if newline < 0:
             break
-        content_end, next_start = line
-        if data[pos:content_end] == _DELIMITER:
-            return data[block_start:pos], data[next_start:]
-        pos = next_start
+        pos = newline + 1
+        after = pos + len(_DELIMITER)
+        if after == len(data):
+            return data[block_start:pos], b""
+        ending = data[after : after + 2]
+        if ending[:1] == b"\n":
+            return data[block_start:pos], data[after + 1 :]
+        if ending == b"\r\n":
+            return data[block_start:pos], data[after + 2 :]
+        newline = pos
     if len(data) > limit:
         raise FrontmatterError(
             f"no closing '---' line within {max_block} bytes: "

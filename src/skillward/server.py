@@ -225,7 +225,7 @@ class SkillCatalog:
         files: list[ServedFile] = []
         skill_md: ServedFile | None = None
         for parts, path in paths:
-            data = read_regular_file(path, budget)
+            data = read_regular_file(path, budget, snapshot=True)
             budget -= len(data)
             uri = root_uri + "/" + "/".join(map(encode_segment, parts))
             served = ServedFile(uri, parts[-1], data, sha256_digest(data), _mime_type(parts[-1]))

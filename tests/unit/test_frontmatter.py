@@ -17,6 +17,7 @@ from skillward.frontmatter import (
     JsonValue,
     _build_events,
     _build_simple,
+    _split,
     check_frontmatter,
     diff_frontmatter,
     json_equal,
@@ -267,6 +268,50 @@ def test_simple_frontmatter_reads_exactly_as_the_yaml_parser_reads_it(text: str)
     parsed = _build_events(text, Limits())
     assert list(simple) == list(parsed)
     assert all(_same(simple[key], parsed[key]) for key in parsed)
+
+
+def _split_by_lines(data: bytes, max_block: int) -> tuple[bytes, bytes]:
+    """The SKILL.md split, read line by line: what _split must agree with."""
+    start = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    lines = data[start:].split(b"\n")
+    if len(lines) < 2 or lines[0].removesuffix(b"\r") != b"---":
+        raise FrontmatterError("SKILL.md must begin with a '---' line")
+    pos = start + len(lines[0]) + 1
+    block_start = pos
+    for index, line in enumerate(lines[1:], 1):
+        if pos > block_start + max_block:
+            break
+        last = index == len(lines) - 1
+        if (line.removesuffix(b"\r") if not last else line) == b"---":
+            end = pos + len(line) + (0 if last else 1)
+            return data[block_start:pos], data[end:]
+        pos += len(line) + 1
+    raise FrontmatterError("no closing line")
+
+
+@settings(max_examples=400)
+@given(
+    st.lists(st.sampled_from([b"---", b"\n", b"\r\n", b"\r", b"-", b"a: b", b" ", b"\xef\xbb\xbf"]))
+    .map(b"".join)
+    .map(lambda body: b"---\n" + body),
+    st.integers(min_value=0, max_value=40),
+)
+@example(b"---\n---\n", 0)
+@example(b"---\na: b\n---", 8)
+@example(b"---\r\na: b\r\n---\r\nbody", 64)
+@example(b"---\na: b\n----\n--- \n---\r\r\n---\nrest", 64)
+def test_the_block_ends_at_the_first_line_that_is_only_the_delimiter(
+    data: bytes, max_block: int
+) -> None:
+    try:
+        expected: tuple[bytes, bytes] | None = _split_by_lines(data, max_block)
+    except FrontmatterError:
+        expected = None
+    try:
+        found: tuple[bytes, bytes] | None = _split(data, max_block)
+    except FrontmatterError:
+        found = None
+    assert found == expected
 
 
 # --- comparison -------------------------------------------------------------------------

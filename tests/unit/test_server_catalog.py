@@ -212,6 +212,7 @@ def test_files_are_read_whole_up_to_the_cap_and_refused_one_byte_past_it(tmp_pat
     data = os.urandom(3 * 1024 * 1024 + 7)
     path = write(tmp_path, "big.bin", data)
     assert read_regular_file(path, len(data)) == data
+    assert read_regular_file(path, len(data), snapshot=True) == data
     with pytest.raises(FileTooLarge):
         read_regular_file(path, len(data) - 1)
     assert read_regular_file(path, 100, cut=True) == data[:100]
@@ -223,9 +224,10 @@ def test_a_file_longer_than_its_size_says_is_still_read_to_its_end(tmp_path: Pat
     # /proc files report a size of 0: the reader must not trust fstat for the length.
     status = Path("/proc/self/status")
     assert status.stat().st_size == 0
-    text = read_regular_file(status, 1_000_000)
-    assert text.startswith(b"Name:")
-    assert b"\nPid:" in text
+    for snapshot in (False, True):
+        text = read_regular_file(status, 1_000_000, snapshot=snapshot)
+        assert text.startswith(b"Name:")
+        assert b"\nPid:" in text
     with pytest.raises(FileTooLarge):
         read_regular_file(status, 10)
 
