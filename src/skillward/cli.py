@@ -502,24 +502,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_OK
-    from skillward.prompts import Terminal  # noqa: PLC0415  (rich: for commands, not --help)
-
-    terminal = Terminal(json_errors=args.json)
+    terminal: Terminal | None = None
     try:
+        # `serve` writes to no terminal but for an error: it starts without rich and the
+        # modules a terminal brings (its start-up has a goal, bench/bench_list_stdio.py).
+        if args.command == "serve":
+            return _serve(args)
+        terminal = _terminal(args)
         return _run(args, terminal)
     except SkillwardError as error:
         if args.debug:
             raise
-        terminal.error(error)
+        (terminal or _terminal(args)).error(error)
         return error.exit_code
     except BrokenPipeError:
         return _output_closed()
 
 
+def _terminal(args: argparse.Namespace) -> Terminal:
+    from skillward.prompts import Terminal  # noqa: PLC0415  (rich: for commands, not --help)
+
+    return Terminal(json_errors=args.json)
+
+
 def _run(args: argparse.Namespace, terminal: Terminal) -> int:
     # Each command imports only its own part: the state commands never import the host.
-    if args.command == "serve":
-        return _serve(args)
     if args.command in STATE_COMMANDS:
         from skillward import _clistate  # noqa: PLC0415
 

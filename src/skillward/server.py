@@ -143,6 +143,21 @@ class ServedSkill:
         }
 
 
+@dataclass(slots=True)
+class _ReadSkill:
+    """A skill's files as read from disk, before its SKILL.md is parsed and its entry
+    checked; or why they cannot be served."""
+
+    skill_path: str
+    directory: str | Path
+    listed: bool
+    uri: str = ""
+    files: tuple[ServedFile, ...] = ()
+    skill_md: ServedFile | None = None
+    notes: list[str] = field(default_factory=list)
+    refused: str | None = None
+
+
 @dataclass
 class SkillCatalog:
     """An immutable-once-served snapshot of the skills a server publishes."""
@@ -173,70 +188,82 @@ class SkillCatalog:
             self.problems.append(f"{root}: cannot scan: {exc}")
             return
         self.problems.extend(notes)
+        read = []
         for parts, directory in found:
             # A tree whose root is itself a skill publishes it under the root's name.
-            skill_parts = parts or (root.name,)
-            skill_path = "/".join(skill_parts)
-            self._add(skill_path, directory, listed=skill_path not in unlisted, listings=listings)
+            skill_path = "/".join(parts or (root.name,))
+            read.append(self._read(skill_path, directory, skill_path not in unlisted, listings))
+        # Every skill's files are read first, and then each skill is checked: two tight
+        # loops run markedly faster than one that alternates between them.
+        for files in read:
+            self._admit(files)
 
     def add_skill(self, skill_path: str, directory: Path, *, listed: bool = True) -> bool:
         """Add the skill in ``directory`` at ``skill_path``; record why when refused."""
-        return self._add(skill_path, directory, listed=listed, listings=None)
+        return self._admit(self._read(skill_path, directory, listed, None))
 
-    def _add(
-        self, skill_path: str, directory: str | Path, *, listed: bool, listings: Listings | None
-    ) -> bool:
+    def _read(
+        self, skill_path: str, directory: str | Path, listed: bool, listings: Listings | None
+    ) -> _ReadSkill:
+        """The files of the skill in ``directory``, read; or why they cannot be served."""
+        limits = self.limits
+        read = _ReadSkill(skill_path, directory, listed)
         try:
-            skill = self._load_skill(
-                skill_path.strip("/").split("/"), directory, listed=listed, listings=listings
+            segments = skill_path.strip("/").split("/")
+            root_uri = f"{self.scheme}://" + "/".join(map(encode_segment, segments))
+            read.uri = f"{root_uri}/{SKILL_FILE}"
+            paths, read.notes = walk_files(
+                directory, limits=_skill_tree(limits.max_skill_files), listings=listings
             )
+            if len(paths) > limits.max_skill_files:
+                read.refused = f"{len(paths)} files; at most {limits.max_skill_files} are allowed"
+                return read
+            budget = limits.max_skill_bytes
+            files: list[ServedFile] = []
+            for parts, path in paths:
+                data = read_regular_file(path, budget, snapshot=True)
+                budget -= len(data)
+                uri = root_uri + "/" + "/".join(map(encode_segment, parts))
+                name = parts[-1]
+                served = ServedFile(uri, name, data, sha256_digest(data), _mime_type(name))
+                if uri == read.uri:
+                    read.skill_md = served
+                files.append(served)
+            read.files = tuple(files)
         except (ValueError, OSError, OverflowError) as exc:
-            reason = str(exc)
-        except (InvalidEntry, SkillTooLarge, FrontmatterError) as exc:
-            reason = exc.message
-        else:
-            if skill.uri not in self.skills:
-                self.skills[skill.uri] = skill
-                for served in skill.files:
-                    self.files.setdefault(served.uri, served)
-                return True
-            reason = f"{skill.uri} is already served"
-        self.problems.append(f"{directory} ({self.scheme}://{skill_path}): refused: {reason}")
+            read.refused = str(exc)
+        return read
+
+    def _admit(self, read: _ReadSkill) -> bool:
+        """Serve the skill ``read`` holds if every host would accept its entry; else
+        record why not."""
+        self.problems.extend(read.notes)
+        reason = read.refused
+        if reason is None:
+            try:
+                skill = self._load_skill(read)
+            except (ValueError, OSError, OverflowError) as exc:
+                reason = str(exc)
+            except (InvalidEntry, SkillTooLarge, FrontmatterError) as exc:
+                reason = exc.message
+            else:
+                if skill.uri not in self.skills:
+                    self.skills[skill.uri] = skill
+                    for served in skill.files:
+                        self.files.setdefault(served.uri, served)
+                    return True
+                reason = f"{skill.uri} is already served"
+        self.problems.append(
+            f"{read.directory} ({self.scheme}://{read.skill_path}): refused: {reason}"
+        )
         return False
 
-    def _load_skill(
-        self,
-        segments: list[str],
-        directory: str | Path,
-        *,
-        listed: bool,
-        listings: Listings | None,
-    ) -> ServedSkill:
-        limits = self.limits
-        root_uri = f"{self.scheme}://" + "/".join(map(encode_segment, segments))
-        skill_md_uri = f"{root_uri}/{SKILL_FILE}"
-        paths, notes = walk_files(
-            directory, limits=_skill_tree(limits.max_skill_files), listings=listings
-        )
-        self.problems.extend(notes)
-        if len(paths) > limits.max_skill_files:
-            raise SkillTooLarge(f"{len(paths)} files; at most {limits.max_skill_files} are allowed")
-        budget = limits.max_skill_bytes
-        files: list[ServedFile] = []
-        skill_md: ServedFile | None = None
-        for parts, path in paths:
-            data = read_regular_file(path, budget, snapshot=True)
-            budget -= len(data)
-            uri = root_uri + "/" + "/".join(map(encode_segment, parts))
-            served = ServedFile(uri, parts[-1], data, sha256_digest(data), _mime_type(parts[-1]))
-            if uri == skill_md_uri:
-                skill_md = served
-            files.append(served)
-        if skill_md is None:
+    def _load_skill(self, read: _ReadSkill) -> ServedSkill:
+        if read.skill_md is None:
             raise ValueError(f"no regular {SKILL_FILE}")
-        document = parse_skill_md(skill_md.data, limits=limits)
+        document = parse_skill_md(read.skill_md.data, limits=self.limits)
         lint_frontmatter(document.frontmatter)
-        skill = ServedSkill(skill_md_uri, document.frontmatter, tuple(files), listed)
+        skill = ServedSkill(read.uri, document.frontmatter, read.files, read.listed)
         self._check_entry(skill)
         return skill
 
