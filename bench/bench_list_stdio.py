@@ -5,13 +5,15 @@ The minimal server (bench/_pages_server.py) answers skills/list from the very pa
 
 * start-up: from launching the server to an initialized session (`skillward serve`
   scans and parses every skill first; the minimal server reads one JSON file);
-* the listing: one paged skills/list walk by the same bare mcp.Client on a warm session;
+* the listing: one paged skills/list walk by the same bare mcp.Client on a warm session,
+  each server walked while its connection is the only one open;
 * the client's side: SkillsClient.list_skills (listing bounds, every entry validated)
   against that bare walk, both from the minimal server.
 
-Goals: the listing walk within 1.5x of the minimal server. Start-up does the real work
-of scanning and verifying every skill, so its goal (5x) and the client's (5x) are
-guards against regressions rather than targets.
+Goals: start-up within 1.5x of the minimal server's, though it does the real work of
+reading, hashing and checking every skill while the minimal server reads one file (both
+pay for starting Python and importing the mcp SDK); the listing walk within 1.5x. The
+client's goal (5x) is a guard against regressions rather than a target.
 
 Run: .venv/bin/python bench/bench_list_stdio.py
 """
@@ -32,7 +34,7 @@ from pydantic import BaseModel, ConfigDict
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _timing import report, side_by_side
+from _timing import best_of_async, report, side_by_side
 from skillward._methods import SkillsListParams, SkillsListRequest
 from skillward.client import SkillsClient
 from skillward.servers import ServerSpec, StdioTransport
@@ -86,9 +88,26 @@ def start_up(argv: list[str]) -> Callable[[], Awaitable[float]]:
 
 async def best_start_up(serve: list[str], minimal: list[str]) -> tuple[float, float]:
     best = [float("inf"), float("inf")]
-    for _ in range(3):
+    for _ in range(5):
         for index, argv in enumerate((serve, minimal)):
             best[index] = min(best[index], await start_up(argv)())
+    return best[0], best[1]
+
+
+async def best_walk(argv: list[str]) -> float:
+    async with Client(params(argv), cache=None) as client:
+        assert sum(len(p["skills"]) for p in await walk(client)) == SKILLS
+        return await best_of_async(lambda: walk(client), repeat=ROUNDS)
+
+
+async def best_walks(serve: list[str], minimal: list[str]) -> tuple[float, float]:
+    """The best walk of each server, each on a connection of its own while it is the only
+    one open (of two open at once, the one opened first walks slower, whichever server
+    it is), taken in turns so that load on a shared machine falls on both alike."""
+    best = [float("inf"), float("inf")]
+    for _ in range(2):
+        for index, argv in enumerate((serve, minimal)):
+            best[index] = min(best[index], await best_walk(argv))
     return best[0], best[1]
 
 
@@ -110,14 +129,7 @@ async def main() -> None:
         minimal.append(str(pages_file))
 
         serve_start, minimal_start = await best_start_up(serve, minimal)
-        async with (
-            Client(params(serve), cache=None) as served,
-            Client(params(minimal), cache=None) as bare,
-        ):
-            assert sum(len(p["skills"]) for p in await walk(bare)) == SKILLS
-            serve_walk, minimal_walk = await side_by_side(
-                lambda: walk(served), lambda: walk(bare), repeat=ROUNDS
-            )
+        serve_walk, minimal_walk = await best_walks(serve, minimal)
         spec = ServerSpec(
             label="bench", transport=StdioTransport(command=minimal[0], args=tuple(minimal[1:]))
         )
@@ -137,7 +149,7 @@ async def main() -> None:
         serve_start,
         "minimal server reading the pages from JSON",
         minimal_start,
-        goal=5.0,
+        goal=1.5,
     )
     report(
         "listing walk, skillward serve",

@@ -12,6 +12,9 @@ hands to a model::
         activation = await host.activate("refunds")
         print(activation.block.text())
 
+Synchronous code uses :class:`SyncSkillHost` (the same methods, blocking) the same way,
+with ``with`` for ``async with`` and no ``await``.
+
 Errors are :class:`SkillwardError` subclasses, split by fault, naming the server
 label and skill URI. The names below are the stable public API; modules whose
 names start with an underscore are internal.
@@ -130,6 +133,7 @@ if TYPE_CHECKING:
         normalise_label,
         parse_mcp_servers,
     )
+    from skillward.synchost import SyncSkillHost
     from skillward.uris import ResourceUri, SkillRoot, parse_uri, resolve_reference
     from skillward.wire import SkillEntry, SkillsPage, parse_entry, parse_skills_page
 
@@ -225,6 +229,7 @@ __all__ = [
     "SkillwardError",
     "StdioTransport",
     "StoreTampered",
+    "SyncSkillHost",
     "Terminal",
     "TerminalApprover",
     "TerminalCrossOriginGate",
@@ -359,6 +364,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "normalise_label",
         "parse_mcp_servers",
     ),
+    "skillward.synchost": ("SyncSkillHost",),
     "skillward.uris": ("ResourceUri", "SkillRoot", "parse_uri", "resolve_reference"),
     "skillward.wire": ("SkillEntry", "SkillsPage", "parse_entry", "parse_skills_page"),
 }

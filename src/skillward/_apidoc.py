@@ -60,7 +60,12 @@ def _fields(cls: type) -> list[tuple[str, str]]:
 def _members(cls: type) -> list[str]:
     lines: list[str] = []
     for name, member in sorted(vars(cls).items()):
-        if name.startswith("_") and name not in {"__aenter__", "__aexit__"}:
+        if name.startswith("_") and name not in {
+            "__aenter__",
+            "__aexit__",
+            "__enter__",
+            "__exit__",
+        }:
             continue
         if isinstance(member, property):
             lines.append(f"- `{name}` (property): {_summary(member)}".rstrip(": "))

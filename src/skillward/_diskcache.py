@@ -10,8 +10,27 @@ Labels are host-assigned (``[a-z0-9-]``) and blob names are digests: nothing a
 server writes becomes part of a path. Directories are 0700 and files 0600, made
 that way. Reads open with ``O_NOFOLLOW``, require a regular file of the listed
 size, and hash what they read; the host verifies the bytes again. Writes take only
-bytes that match their key, through a private temporary file, ``fsync`` and an
-atomic rename; a blob is never modified in place.
+bytes that match their key, through a private temporary file and an atomic rename; a
+blob is never modified in place.
+
+Nothing is ``fsync``-ed, because nothing here needs to survive a crash, only to be
+harmless after one. A power loss can leave a renamed file empty, cut short, or with
+blocks never written (zeros); the rename itself may be lost. Then:
+
+* a blob of the wrong size is removed and fetched again, and one of the right size
+  does not hash to its name, and is removed and fetched again: never served;
+* an index whose header line is not whole (no newline, not JSON, not this format) is
+  no sound index: the label's blobs are never tried, and the next write rebinds the
+  label, dropping them. A whole header names an identity some write put there (a
+  lost rename leaves the one before); either way a blob is content-addressed, and is
+  served only for an entry listing its digest, after both checks. A torn record line
+  after the header is set on a line of its own and dropped on the next trim: records
+  name the files a blob was written for, and no read relies on them;
+* a temporary file left behind is removed once it is an hour old.
+
+So a crash costs at most a miss (tests/unit/test_diskcache.py and
+tests/integration/test_disk_cache.py show each case), and a cold load that fills the
+cache costs little more than one without (bench/bench_cold_load.py).
 
 Nothing on disk is proof of anything. The index's identity only decides whether a
 label's blobs may be tried at all; modification times (write time) and access
@@ -241,7 +260,11 @@ def _index_lines(label_fd: int, present: Collection[str]) -> tuple[bytes, list[b
 
 
 def _write_new(directory: int, name: str, data: bytes, *, times: float | None = None) -> None:
-    """Create ``name`` in ``directory`` atomically: private temp file, fsync, rename."""
+    """Create ``name`` in ``directory`` atomically: private temp file, then rename.
+
+    No ``fsync`` of the file or the directory: what a crash leaves is a miss, never
+    a wrong read (see the module docstring).
+    """
     tmp = f"{_TMP}{os.getpid()}-{secrets.token_hex(8)}"
     fd = os.open(tmp, _NEW_FLAGS, 0o600, dir_fd=directory)
     try:
@@ -250,7 +273,6 @@ def _write_new(directory: int, name: str, data: bytes, *, times: float | None = 
             _write_all(fd, data)
             if times is not None:
                 os.utime(fd, (times, times))
-            os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, name, src_dir_fd=directory, dst_dir_fd=directory)
@@ -258,7 +280,6 @@ def _write_new(directory: int, name: str, data: bytes, *, times: float | None = 
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=directory)
         raise
-    # No fsync of the directory: a rename lost in a crash only loses a cached copy.
 
 
 @contextlib.contextmanager
@@ -266,9 +287,11 @@ def _flock(label_fd: int, *, wait: bool) -> Iterator[bool]:
     """Hold the label's lock; yields False (holding nothing) if busy and not waiting."""
     fd = os.open(_LOCK, _LOCK_FLAGS, 0o600, dir_fd=label_fd)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise _Unsafe("the cache's lock file is not a regular file")
-        os.fchmod(fd, 0o600)  # in case the umask took owner bits when it was made
+        if stat.S_IMODE(info.st_mode) != 0o600:
+            os.fchmod(fd, 0o600)  # in case the umask took owner bits when it was made
         try:
             fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -327,6 +350,12 @@ class DiskCache:
     def get(self, key: CacheKey) -> bytes | None:
         name = _blob_name(key)
         if self.disabled is not None or name is None:
+            return None
+        check_label(key.origin)
+        # A blob that is not there is a miss, so one lookup settles a cold read: what it
+        # finds is never used (a blob that is there is opened through checked directories).
+        if not os.path.lexists(os.path.join(self._real_root, key.origin, _BLOBS, name)):
+            self._served.discard(key)
             return None
         try:
             with self._label(key.origin, create=False) as dirs:

@@ -116,7 +116,8 @@ def discover(
         notes.append(f"{source.path}: scan stopped: {exc}")
         return origin, records, declined, notes
     notes.extend(skipped)
-    for parts, directory in found:
+    for parts, found_at in found:
+        directory = Path(found_at)
         relative = "/".join(parts) or directory.name
         try:
             _, document = read_skill_md(directory, limits=limits, label=source.label)

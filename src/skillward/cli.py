@@ -404,19 +404,25 @@ def _serve(args: argparse.Namespace) -> int:
     directory = args.directory or server.example_skills_dir()
     if not directory.is_dir():
         raise UsageError(f"{directory} is not a directory")
-    catalog = server.SkillCatalog.from_directory(directory, unlisted=args.unlisted)
-    for problem in catalog.problems:
-        print(f"skillward serve: {problem}", file=sys.stderr)
-    if not catalog.skills:
-        print(f"skillward serve: no servable skills under {directory}", file=sys.stderr)
-    mcp_server = server.build_server(
-        catalog, name=args.name, page_size=max(1, args.page_size), tamper=args.tamper
-    )
-    # The catalog is built and never changes: keep the garbage collector from rescanning
-    # its objects on every full collection while serving (a large part of a page's cost).
-    # This process only serves, so freezing all it holds is the command's choice to make.
-    gc.collect()
-    gc.freeze()
+    # This process only serves, so how it collects garbage is the command's choice.
+    # Building the catalog makes many objects and no garbage cycles (a test holds it to
+    # that), so the collector stays off while building, and all the process holds is
+    # then frozen as it is: the catalog never changes, and a collector scanning it on
+    # every full collection while serving would be most of a page's cost. (Importing
+    # leaves a few dozen objects of cyclic garbage: not worth a full collection.)
+    gc.disable()
+    try:
+        catalog = server.SkillCatalog.from_directory(directory, unlisted=args.unlisted)
+        for problem in catalog.problems:
+            print(f"skillward serve: {problem}", file=sys.stderr)
+        if not catalog.skills:
+            print(f"skillward serve: no servable skills under {directory}", file=sys.stderr)
+        mcp_server = server.build_server(
+            catalog, name=args.name, page_size=max(1, args.page_size), tamper=args.tamper
+        )
+    finally:
+        gc.freeze()
+        gc.enable()
     try:
         if args.http is None:
 
@@ -496,24 +502,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_OK
-    from skillward.prompts import Terminal  # noqa: PLC0415  (rich: for commands, not --help)
-
-    terminal = Terminal(json_errors=args.json)
+    terminal: Terminal | None = None
     try:
+        # `serve` writes to no terminal but for an error: it starts without rich and the
+        # modules a terminal brings (its start-up has a goal, bench/bench_list_stdio.py).
+        if args.command == "serve":
+            return _serve(args)
+        terminal = _terminal(args)
         return _run(args, terminal)
     except SkillwardError as error:
         if args.debug:
             raise
-        terminal.error(error)
+        (terminal or _terminal(args)).error(error)
         return error.exit_code
     except BrokenPipeError:
         return _output_closed()
 
 
+def _terminal(args: argparse.Namespace) -> Terminal:
+    from skillward.prompts import Terminal  # noqa: PLC0415  (rich: for commands, not --help)
+
+    return Terminal(json_errors=args.json)
+
+
 def _run(args: argparse.Namespace, terminal: Terminal) -> int:
     # Each command imports only its own part: the state commands never import the host.
-    if args.command == "serve":
-        return _serve(args)
     if args.command in STATE_COMMANDS:
         from skillward import _clistate  # noqa: PLC0415
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,17 +95,23 @@ def _split(data: bytes, max_block: int) -> tuple[bytes, bytes]:
     block_start = first[1]
     # The closing line must start within max_block bytes; nothing past it is scanned.
     limit = block_start + max_block
-    pos = block_start
-    while pos <= limit:
-        line = _line_end(data, pos, limit + len(_DELIMITER) + 2)
-        if line is None:
-            if len(data) - pos == len(_DELIMITER) and data.endswith(_DELIMITER):
-                return data[block_start:pos], b""
+    # Each "\n---" is a line starting with the delimiter: it closes the block when
+    # nothing but a line end (or the end of the data) follows.
+    newline = block_start - 1
+    while True:
+        newline = data.find(b"\n---", newline, limit + len(_DELIMITER))
+        if newline < 0:
             break
-        content_end, next_start = line
-        if data[pos:content_end] == _DELIMITER:
-            return data[block_start:pos], data[next_start:]
-        pos = next_start
+        pos = newline + 1
+        after = pos + len(_DELIMITER)
+        if after == len(data):
+            return data[block_start:pos], b""
+        ending = data[after : after + 2]
+        if ending[:1] == b"\n":
+            return data[block_start:pos], data[after + 1 :]
+        if ending == b"\r\n":
+            return data[block_start:pos], data[after + 2 :]
+        newline = pos
     if len(data) > limit:
         raise FrontmatterError(
             f"no closing '---' line within {max_block} bytes: "
@@ -133,21 +139,103 @@ def _decode(raw: bytes, what: str) -> str:
 class _Builder:
     """Builds JSON values from YAML events under depth and node caps."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, get: Callable[[], yaml.Event | None]) -> None:
         self.max_depth = limits.max_frontmatter_depth
         self.max_nodes = limits.max_frontmatter_nodes
         self.nodes = 0
+        self.get = get
 
-    def count(self) -> None:
+    def value(self, event: yaml.Event | None, depth: int) -> JsonValue:
+        """The value ``event`` starts, reading the events of its children."""
+        # Exact types: both of PyYAML's parsers make these very classes.
+        kind = type(event)
+        if kind is not _SCALAR and kind is not _SEQUENCE and kind is not _MAPPING:
+            if kind is yaml.AliasEvent:
+                raise FrontmatterError("YAML aliases are not allowed")
+            raise FrontmatterError(f"unexpected YAML {kind.__name__}")
+        node: Any = event
+        if node.anchor is not None:
+            raise FrontmatterError("YAML anchors are not allowed")
+        if node.tag is not None:
+            raise FrontmatterError(f"YAML tags are not allowed (found {str(node.tag)[:80]!r})")
         self.nodes += 1
         if self.nodes > self.max_nodes:
             raise FrontmatterError(f"frontmatter has more than {self.max_nodes} nodes")
+        if kind is _SCALAR:
+            return _scalar(node)
+        if depth >= self.max_depth:
+            raise FrontmatterError(f"frontmatter nests deeper than {self.max_depth} levels")
+        get = self.get
+        child = get()
+        if kind is _SEQUENCE:
+            items: list[JsonValue] = []
+            while type(child) is not yaml.SequenceEndEvent:
+                items.append(self.value(child, depth + 1))
+                child = get()
+            return items
+        mapping: dict[str, JsonValue] = {}
+        while type(child) is not yaml.MappingEndEvent:
+            key = self.value(child, depth + 1)
+            if not isinstance(key, str):
+                raise FrontmatterError(f"mapping keys must be strings, not {_kind(key)}")
+            if key in mapping:
+                raise FrontmatterError(f"duplicate key {key[:80]!r}")
+            mapping[key] = self.value(get(), depth + 1)
+            child = get()
+        return mapping
+
+
+_SCALAR = yaml.ScalarEvent
+_SEQUENCE = yaml.SequenceStartEvent
+_MAPPING = yaml.MappingStartEvent
+
+
+# The common frontmatter: top-level ``key: value`` lines whose values are plain scalars
+# on one line. It is read without the YAML parser, to the very values the parser gives;
+# anything else, and any doubt, takes the parser (tests/unit/test_frontmatter.py holds
+# the two to the same results).
+_SIMPLE_LINE_RE = re.compile(
+    r"([A-Za-z][A-Za-z0-9_-]{0,127}): "
+    r"(?![\s\-?:,\[\]{}#&*!|>'\"%@`])"
+    r"([^\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]+)\Z"
+)
+# Keys that would resolve to something other than a string.
+_WORD_KEYS = frozenset({"null", "Null", "NULL", "true", "True", "TRUE", "false", "False", "FALSE"})
 
 
 def _build(text: str, limits: Limits) -> dict[str, JsonValue]:
+    simple = _build_simple(text, limits)
+    return simple if simple is not None else _build_events(text, limits)
+
+
+def _build_simple(text: str, limits: Limits) -> dict[str, JsonValue] | None:
+    """The frontmatter, if it is only simple ``key: value`` lines; else None."""
+    lines = text.split("\n")
+    if lines.pop() != "" or not lines or limits.max_frontmatter_depth < 1:
+        return None
+    if 1 + 2 * len(lines) > limits.max_frontmatter_nodes:
+        return None
+    pairs: dict[str, str] = {}
+    for line in lines:
+        match = _SIMPLE_LINE_RE.match(line)
+        if match is None:
+            return None
+        key, value = match.groups()
+        if value[-1] in " :" or ": " in value or " #" in value:
+            return None  # trailing space, or what YAML reads as a mapping or a comment
+        if key in pairs or key in _WORD_KEYS:
+            return None
+        pairs[key] = value
+    try:
+        return {key: _plain(value) for key, value in pairs.items()}
+    except FrontmatterError:
+        return None  # the parser says why
+
+
+def _build_events(text: str, limits: Limits) -> dict[str, JsonValue]:
     loader = _Loader(text)
     try:
-        return _consume(loader, _Builder(limits))
+        return _consume(_Builder(limits, loader.get_event))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -161,76 +249,46 @@ def _build(text: str, limits: Limits) -> dict[str, JsonValue]:
         loader.dispose()
 
 
-def _consume(loader: yaml.SafeLoader, builder: _Builder) -> dict[str, JsonValue]:
-    _expect(loader, yaml.StreamStartEvent)
-    if loader.check_event(yaml.StreamEndEvent):
+def _consume(builder: _Builder) -> dict[str, JsonValue]:
+    get = builder.get
+    _expect(get(), yaml.StreamStartEvent)
+    start = get()
+    if type(start) is yaml.StreamEndEvent:
         raise FrontmatterError("frontmatter is empty; it must be a mapping")
-    start = _expect(loader, yaml.DocumentStartEvent)
+    start = _expect(start, yaml.DocumentStartEvent)
     if start.explicit or start.version is not None or start.tags:
         raise FrontmatterError("YAML directives and document markers are not allowed")
-    root = _value(loader, builder, depth=0)
+    root = builder.value(get(), 0)
     if not isinstance(root, dict):
         raise FrontmatterError("frontmatter must be a mapping")
-    end = _expect(loader, yaml.DocumentEndEvent)
+    end = _expect(get(), yaml.DocumentEndEvent)
     if end.explicit:
         raise FrontmatterError("YAML document markers are not allowed")
-    if not loader.check_event(yaml.StreamEndEvent):
+    if type(get()) is not yaml.StreamEndEvent:
         raise FrontmatterError("frontmatter must hold exactly one YAML document")
     return root
 
 
-def _next(loader: yaml.SafeLoader) -> yaml.Event:
-    event: yaml.Event = loader.get_event()  # type: ignore[no-untyped-call]
-    return event
-
-
-def _expect(loader: yaml.SafeLoader, kind: type[yaml.Event]) -> Any:
-    event = _next(loader)
+def _expect(event: yaml.Event | None, kind: type[yaml.Event]) -> Any:
     if not isinstance(event, kind):
         raise FrontmatterError(f"unexpected YAML {type(event).__name__}")
     return event
 
 
-def _value(loader: yaml.SafeLoader, builder: _Builder, *, depth: int) -> JsonValue:
-    event = _next(loader)
-    if isinstance(event, yaml.AliasEvent):
-        raise FrontmatterError("YAML aliases are not allowed")
-    if not isinstance(event, yaml.NodeEvent):
-        raise FrontmatterError(f"unexpected YAML {type(event).__name__}")
-    if event.anchor is not None:
-        raise FrontmatterError("YAML anchors are not allowed")
-    tag = getattr(event, "tag", None)
-    if tag is not None:
-        raise FrontmatterError(f"YAML tags are not allowed (found {str(tag)[:80]!r})")
-    builder.count()
-    if isinstance(event, yaml.ScalarEvent):
-        return _scalar(event)
-    if depth >= builder.max_depth:
-        raise FrontmatterError(f"frontmatter nests deeper than {builder.max_depth} levels")
-    if isinstance(event, yaml.SequenceStartEvent):
-        items: list[JsonValue] = []
-        while not loader.check_event(yaml.SequenceEndEvent):
-            items.append(_value(loader, builder, depth=depth + 1))
-        _next(loader)
-        return items
-    if isinstance(event, yaml.MappingStartEvent):
-        mapping: dict[str, JsonValue] = {}
-        while not loader.check_event(yaml.MappingEndEvent):
-            key = _value(loader, builder, depth=depth + 1)
-            if not isinstance(key, str):
-                raise FrontmatterError(f"mapping keys must be strings, not {_kind(key)}")
-            if key in mapping:
-                raise FrontmatterError(f"duplicate key {key[:80]!r}")
-            mapping[key] = _value(loader, builder, depth=depth + 1)
-        _next(loader)
-        return mapping
-    raise FrontmatterError(f"unexpected YAML {type(event).__name__}")  # pragma: no cover
+# Only these can start a plain scalar that resolves to anything but a string.
+_RESOLVABLE_START = frozenset("~nNtTfF0123456789+-.")
 
 
 def _scalar(event: yaml.ScalarEvent) -> JsonValue:
-    value: str = event.value
     if event.style:
-        return value  # quoted or block scalars are always strings (libyaml says '' for plain)
+        return event.value  # quoted or block scalars are always strings (libyaml: '' for plain)
+    return _plain(event.value)
+
+
+def _plain(value: str) -> JsonValue:
+    """A plain scalar resolved by the YAML 1.2 core schema (JSON values only)."""
+    if value and value[0] not in _RESOLVABLE_START:
+        return value
     if _NULL_RE.match(value):
         return None
     if _TRUE_RE.match(value):

@@ -40,6 +40,7 @@ What it guarantees:
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
 import json
@@ -180,7 +181,7 @@ def _off_loop(build: Callable[..., ContextBlock]) -> Callable[..., Awaitable[Con
 
 
 ContextSink = Callable[[ContextBlock], None]
-ToolStyle = Literal["mcp", "anthropic", "openai"]
+ToolStyle = Literal["mcp", "anthropic", "openai", "openai-responses"]
 _T = TypeVar("_T")
 
 #: JSON schemas of the two tools a host registers with its model (SEP-2640's sketch).
@@ -1797,7 +1798,9 @@ class SkillHost:
         (:meth:`authorize_execution`, with the arguments as the command): refused, it
         returns an error block; allowed, it returns None. None means skillward has
         nothing to add: run the tool and hand the model its result. Any other tool
-        also returns None. ``arguments`` may be a mapping or a JSON object string.
+        also returns None. ``arguments`` may be a mapping or a JSON object string: an
+        Anthropic ``tool_use`` block's ``input``, or the ``arguments`` of a Chat
+        Completions ``tool_call.function`` or of a Responses API ``function_call`` item.
         """
         try:
             args = _tool_arguments(arguments)
@@ -1840,25 +1843,29 @@ class SkillHost:
 
         ``mcp``: ``{name, description, inputSchema}``; ``anthropic`` (Messages API):
         ``{name, description, input_schema}``; ``openai`` (Chat Completions):
-        ``{type: "function", function: {name, description, parameters}}``.
-        ``read_skill`` takes only the refs the catalog shows.
+        ``{type: "function", function: {name, description, parameters}}``;
+        ``openai-responses`` (Responses API): ``{type: "function", name, description,
+        parameters, strict: true}``, each object schema closed to other properties, as
+        strict mode requires. ``read_skill`` takes only the refs the catalog shows
+        (an ``enum`` of them; none while the catalog is empty, where any ref is refused).
         """
-        read_skill = dict(TOOL_SCHEMAS["read_skill"])
         refs = [item.ref for item in self.catalog()]
-        read_skill["inputSchema"] = {
-            "type": "object",
-            "properties": {"name": {"type": "string", "enum": refs}},
-            "required": ["name"],
+        name: dict[str, Any] = {"type": "string", "description": "The skill reference"}
+        if refs:
+            name["enum"] = refs  # an empty enum is no valid schema: left out instead
+        read_skill = {
+            **TOOL_SCHEMAS["read_skill"],
+            "inputSchema": {"type": "object", "properties": {"name": name}, "required": ["name"]},
         }
         tools = [read_skill, TOOL_SCHEMAS["read_resource"]]
         if style == "mcp":
-            return [dict(tool) for tool in tools]
+            return [copy.deepcopy(tool) for tool in tools]
         if style == "anthropic":
             return [
                 {
                     "name": t["name"],
                     "description": t["description"],
-                    "input_schema": t["inputSchema"],
+                    "input_schema": copy.deepcopy(t["inputSchema"]),
                 }
                 for t in tools
             ]
@@ -1869,9 +1876,25 @@ class SkillHost:
                     "function": {
                         "name": t["name"],
                         "description": t["description"],
-                        "parameters": t["inputSchema"],
+                        "parameters": copy.deepcopy(t["inputSchema"]),
                     },
                 }
                 for t in tools
             ]
-        raise UsageError(f"unknown tool style {style!r}; use 'mcp', 'anthropic' or 'openai'")
+        if style == "openai-responses":
+            return [
+                {
+                    "type": "function",
+                    "name": t["name"],
+                    "description": t["description"],
+                    "parameters": {
+                        **copy.deepcopy(t["inputSchema"]),
+                        "additionalProperties": False,
+                    },
+                    "strict": True,
+                }
+                for t in tools
+            ]
+        raise UsageError(
+            f"unknown tool style {style!r}; use 'mcp', 'anthropic', 'openai' or 'openai-responses'"
+        )

@@ -26,13 +26,15 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import logging
 import mimetypes
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import mcp_types as types
@@ -44,6 +46,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from skillward._methods import DirectoryReadParams, SkillsGetParams, SkillsListParams
 from skillward._tree import (
+    Listings,
     TreeLimits,
     encode_segment,
     find_skill_dirs,
@@ -51,11 +54,11 @@ from skillward._tree import (
     walk_files,
 )
 from skillward.config import Limits
-from skillward.errors import FrontmatterError, InvalidEntry, SkillTooLarge, UsageError
+from skillward.errors import FrontmatterError, InvalidEntry, InvalidUri, SkillTooLarge, UsageError
 from skillward.frontmatter import parse_skill_md
-from skillward.uris import SKILL_FILE
+from skillward.uris import MAX_URI_LENGTH, SKILL_FILE, skill_root_of
 from skillward.verify import sha256_digest
-from skillward.wire import DIRECTORY_MIME_TYPE, EXTENSION_ID, lint_frontmatter, parse_entry
+from skillward.wire import DIRECTORY_MIME_TYPE, EXTENSION_ID, json_size, lint_frontmatter
 
 __all__ = [
     "ServedFile",
@@ -72,6 +75,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _DEFAULT_PAGE_SIZE = 50
+# An authority with none of what a URI authority may not hold as it stands (":", "@",
+# percent-encodings): the first segment of a canonical path that parses as one.
+_PLAIN_AUTHORITY = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=]+\Z")
 _SERVE_TREE = TreeLimits(max_depth=16, max_entries=1_000_000)
 _TTL_MS = 60_000
 
@@ -81,6 +87,13 @@ def example_skills_dir() -> Path:
     return Path(__file__).parent / "examples"
 
 
+@functools.lru_cache(maxsize=8)
+def _skill_tree(max_files: int) -> TreeLimits:
+    """The walk of one skill: room to see, and refuse, a skill past its file limit."""
+    return TreeLimits(max_entries=max_files * 4)
+
+
+@functools.lru_cache(maxsize=1024)
 def _mime_type(name: str) -> str:
     if name.endswith(".md"):
         return "text/markdown"
@@ -88,10 +101,11 @@ def _mime_type(name: str) -> str:
     return guessed or "application/octet-stream"
 
 
-@dataclass(frozen=True, slots=True)
-class ServedFile:
+class ServedFile(NamedTuple):
     """One file as served: its URI, exact bytes, digest and MIME type."""
 
+    # A named tuple, not a frozen dataclass: as immutable, and much cheaper to make for
+    # the tens of thousands of files a large tree holds.
     uri: str
     name: str
     data: bytes
@@ -129,6 +143,21 @@ class ServedSkill:
         }
 
 
+@dataclass(slots=True)
+class _ReadSkill:
+    """A skill's files as read from disk, before its SKILL.md is parsed and its entry
+    checked; or why they cannot be served."""
+
+    skill_path: str
+    directory: str | Path
+    listed: bool
+    uri: str = ""
+    files: tuple[ServedFile, ...] = ()
+    skill_md: ServedFile | None = None
+    notes: list[str] = field(default_factory=list)
+    refused: str | None = None
+
+
 @dataclass
 class SkillCatalog:
     """An immutable-once-served snapshot of the skills a server publishes."""
@@ -150,66 +179,144 @@ class SkillCatalog:
 
     def add_tree(self, root: Path, *, unlisted: Collection[str] = ()) -> None:
         root = root.resolve()
+        # Each directory is listed once: the skills' own walks reuse the scan's listings.
+        listings: Listings = {}
         try:
             # The operator chose this tree, so the walk may be large; it is still bounded.
-            found, notes = find_skill_dirs(root, limits=_SERVE_TREE)
+            found, notes = find_skill_dirs(root, limits=_SERVE_TREE, keep=listings)
         except (OSError, OverflowError) as exc:
             self.problems.append(f"{root}: cannot scan: {exc}")
             return
         self.problems.extend(notes)
+        read = []
         for parts, directory in found:
             # A tree whose root is itself a skill publishes it under the root's name.
-            skill_parts = parts or (root.name,)
-            skill_path = "/".join(skill_parts)
-            self.add_skill(skill_path, directory, listed=skill_path not in unlisted)
+            skill_path = "/".join(parts or (root.name,))
+            read.append(self._read(skill_path, directory, skill_path not in unlisted, listings))
+        # Every skill's files are read first, and then each skill is checked: two tight
+        # loops run markedly faster than one that alternates between them.
+        for files in read:
+            self._admit(files)
 
     def add_skill(self, skill_path: str, directory: Path, *, listed: bool = True) -> bool:
         """Add the skill in ``directory`` at ``skill_path``; record why when refused."""
-        where = f"{directory} ({self.scheme}://{skill_path})"
-        try:
-            skill = self._load_skill(skill_path.strip("/").split("/"), directory, listed=listed)
-        except (ValueError, OSError, OverflowError) as exc:
-            self.problems.append(f"{where}: refused: {exc}")
-            return False
-        except (InvalidEntry, SkillTooLarge, FrontmatterError) as exc:
-            self.problems.append(f"{where}: refused: {exc.message}")
-            return False
-        if skill.uri in self.skills:
-            self.problems.append(f"{where}: refused: {skill.uri} is already served")
-            return False
-        self.skills[skill.uri] = skill
-        for served in skill.files:
-            self.files.setdefault(served.uri, served)
-        return True
+        return self._admit(self._read(skill_path, directory, listed, None))
 
-    def _load_skill(self, segments: list[str], directory: Path, *, listed: bool) -> ServedSkill:
-        root_uri = f"{self.scheme}://" + "/".join(encode_segment(s) for s in segments)
-        budget = self.limits.max_skill_bytes
-        paths, notes = walk_files(
-            directory, limits=TreeLimits(max_entries=self.limits.max_skill_files * 4)
+    def _read(
+        self, skill_path: str, directory: str | Path, listed: bool, listings: Listings | None
+    ) -> _ReadSkill:
+        """The files of the skill in ``directory``, read; or why they cannot be served."""
+        limits = self.limits
+        read = _ReadSkill(skill_path, directory, listed)
+        try:
+            segments = skill_path.strip("/").split("/")
+            root_uri = f"{self.scheme}://" + "/".join(map(encode_segment, segments))
+            read.uri = f"{root_uri}/{SKILL_FILE}"
+            paths, read.notes = walk_files(
+                directory, limits=_skill_tree(limits.max_skill_files), listings=listings
+            )
+            if len(paths) > limits.max_skill_files:
+                read.refused = f"{len(paths)} files; at most {limits.max_skill_files} are allowed"
+                return read
+            budget = limits.max_skill_bytes
+            files: list[ServedFile] = []
+            for parts, path in paths:
+                data = read_regular_file(path, budget, snapshot=True)
+                budget -= len(data)
+                uri = root_uri + "/" + "/".join(map(encode_segment, parts))
+                name = parts[-1]
+                served = ServedFile(uri, name, data, sha256_digest(data), _mime_type(name))
+                if uri == read.uri:
+                    read.skill_md = served
+                files.append(served)
+            read.files = tuple(files)
+        except (ValueError, OSError, OverflowError) as exc:
+            read.refused = str(exc)
+        return read
+
+    def _admit(self, read: _ReadSkill) -> bool:
+        """Serve the skill ``read`` holds if every host would accept its entry; else
+        record why not."""
+        self.problems.extend(read.notes)
+        reason = read.refused
+        if reason is None:
+            try:
+                skill = self._load_skill(read)
+            except (ValueError, OSError, OverflowError) as exc:
+                reason = str(exc)
+            except (InvalidEntry, SkillTooLarge, FrontmatterError) as exc:
+                reason = exc.message
+            else:
+                if skill.uri not in self.skills:
+                    self.skills[skill.uri] = skill
+                    for served in skill.files:
+                        self.files.setdefault(served.uri, served)
+                    return True
+                reason = f"{skill.uri} is already served"
+        self.problems.append(
+            f"{read.directory} ({self.scheme}://{read.skill_path}): refused: {reason}"
         )
-        self.problems.extend(notes)
-        if len(paths) > self.limits.max_skill_files:
-            raise SkillTooLarge(
-                f"{len(paths)} files; at most {self.limits.max_skill_files} are allowed"
-            )
-        files: list[ServedFile] = []
-        for parts, path in paths:
-            data = read_regular_file(path, budget)
-            budget -= len(data)
-            uri = root_uri + "/" + "/".join(encode_segment(p) for p in parts)
-            files.append(
-                ServedFile(uri, parts[-1], data, sha256_digest(data), _mime_type(parts[-1]))
-            )
-        skill_md = next((f for f in files if f.uri == f"{root_uri}/{SKILL_FILE}"), None)
-        if skill_md is None:
+        return False
+
+    def _load_skill(self, read: _ReadSkill) -> ServedSkill:
+        if read.skill_md is None:
             raise ValueError(f"no regular {SKILL_FILE}")
-        document = parse_skill_md(skill_md.data, limits=self.limits)
+        document = parse_skill_md(read.skill_md.data, limits=self.limits)
         lint_frontmatter(document.frontmatter)
-        skill = ServedSkill(skill_md.uri, document.frontmatter, tuple(files), listed)
-        # The same checks any host applies: name equals the final segment, limits, ...
-        parse_entry(skill.entry(), limits=self.limits)
+        skill = ServedSkill(read.uri, document.frontmatter, read.files, read.listed)
+        self._check_entry(skill)
         return skill
+
+    def _check_entry(self, skill: ServedSkill) -> None:
+        """Raise InvalidEntry unless every host would accept ``skill``'s entry
+        (:func:`~skillward.wire.parse_entry`).
+
+        Only what building the entry does not already guarantee is checked here. The
+        entry is built from one walk: its file URIs are the skill's URI and then path
+        segments :func:`encode_segment` made canonical, so they are distinct, inside the
+        skill, and valid if not too long; digests and sizes are of the bytes read; file
+        count and total bytes were capped while reading; the frontmatter passed
+        :func:`lint_frontmatter` and the SKILL.md caps. Left: the skill URI as a host
+        parses it (its first segment is an authority, with stricter rules), the name as
+        its final segment, each URI's length, and the frontmatter's size as JSON.
+        tests/unit/test_server_catalog.py holds this to parse_entry over generated trees.
+        """
+        limits = self.limits
+        authority, _, path = skill.uri[len(self.scheme) + 3 :].partition("/")
+        # Plain names (the usual kind) make a URI every host parses; anything else is
+        # parsed as a host would, to learn whether it can be served.
+        plain = self.scheme == "skill" and _PLAIN_AUTHORITY.match(authority)
+        if not plain or len(skill.uri) > MAX_URI_LENGTH:
+            try:
+                skill_root_of(skill.uri)
+            except InvalidUri as exc:
+                raise InvalidEntry(f"invalid skill entry: uri: {exc.message}") from None
+        segment = (authority + "/" + path).removesuffix("/" + SKILL_FILE).rpartition("/")[2]
+        if segment != skill.name:
+            raise InvalidEntry(
+                f"invalid skill entry: the final skill-path segment {segment[:80]!r} must "
+                f"equal frontmatter.name {skill.name!r}"
+            )
+        longest = max(len(served.uri) for served in skill.files)
+        if longest > MAX_URI_LENGTH:
+            raise InvalidEntry(
+                f"invalid skill entry: a file URI is {longest} characters; hosts accept at "
+                f"most {MAX_URI_LENGTH}"
+            )
+        try:
+            size = json_size(
+                skill.frontmatter,
+                limit=limits.max_frontmatter_bytes,
+                max_depth=limits.max_frontmatter_depth,
+                max_nodes=limits.max_frontmatter_nodes,
+            )
+        except ValueError as exc:
+            raise InvalidEntry(f"invalid skill entry: frontmatter: {exc}") from None
+        if size > limits.max_frontmatter_bytes:
+            raise InvalidEntry(
+                f"invalid skill entry: frontmatter: larger than {limits.max_frontmatter_bytes} "
+                "bytes as JSON"
+            )
 
     # --- queries ------------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from skillward.errors import InvalidUri
 
 __all__ = [
+    "MAX_URI_LENGTH",
     "SKILL_FILE",
     "ResourceUri",
     "SkillRoot",
@@ -44,7 +45,8 @@ __all__ = [
 ]
 
 SKILL_FILE = "SKILL.md"
-_DEFAULT_MAX_LENGTH = 2048
+#: The longest URI :func:`parse_uri` accepts by default (and so the longest in an entry).
+MAX_URI_LENGTH = 2048
 
 _SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*")
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -198,7 +200,7 @@ class SkillRoot:
         :class:`~skillward.errors.InvalidUri` if ``text`` is not a canonical URI."""
         prefix = f"{self}/"
         if (
-            len(text) <= _DEFAULT_MAX_LENGTH
+            len(text) <= MAX_URI_LENGTH
             and text.startswith(prefix)
             and _PLAIN_PATH_RE.match(text, len(prefix))
         ):
@@ -219,7 +221,7 @@ class SkillRoot:
         return uri
 
 
-def parse_uri(text: str, *, max_length: int = _DEFAULT_MAX_LENGTH) -> ResourceUri:
+def parse_uri(text: str, *, max_length: int = MAX_URI_LENGTH) -> ResourceUri:
     """Parse ``text`` strictly as a canonical ``scheme://authority/path`` URI, or raise.
 
     Raises :class:`~skillward.errors.InvalidUri` naming the first problem found.

@@ -256,6 +256,29 @@ async def test_anything_but_a_regular_file_at_a_blob_path_is_refused(
     assert target.read_bytes() == FILES["cached/notes.md"]
 
 
+@pytest.mark.threat("T31")
+@pytest.mark.parametrize("crash", ["everything empty", "everything cut short"])
+async def test_a_load_after_a_crash_tore_the_cache_fetches_again_and_never_fails(
+    stdio: Server, tmp_path: Path, crash: str
+) -> None:
+    # Writes are not fsync-ed: a power loss can leave the blobs and the index like this.
+    cache_root = tmp_path / "cache"
+    async with host(DiskCache(cache_root), stdio.spec) as first:
+        cold = await load(first)
+    torn = [*(cache_root / "acme" / "blobs").iterdir(), cache_root / "acme" / "index.jsonl"]
+    assert len(torn) == 4
+    for path in torn:
+        path.write_bytes(b"" if crash == "everything empty" else path.read_bytes()[:20])
+    async with host(DiskCache(cache_root), stdio.spec) as second:
+        after_crash = await load(second)
+    assert len(stdio.reads()) == 6
+    assert comparable(after_crash) == comparable(cold)
+    async with host(DiskCache(cache_root), stdio.spec) as third:
+        warm = await load(third)
+    assert len(stdio.reads()) == 6  # the load after the crash filled the cache again
+    assert comparable(warm) == comparable(cold)
+
+
 # --- isolation from discovery, permissions ---------------------------------------------------
 
 

@@ -12,10 +12,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.threat("T13")
-@pytest.mark.threat("T16")
-@pytest.mark.threat("T38")
-def test_the_agent_loop_example_runs_every_step_through_handle_tool_call(tmp_path: Path) -> None:
+def run_example(name: str, tmp_path: Path) -> str:
+    """The example's output, run as a user would, with a home of its own."""
     env = {
         **os.environ,
         "HOME": str(tmp_path),
@@ -23,7 +21,7 @@ def test_the_agent_loop_example_runs_every_step_through_handle_tool_call(tmp_pat
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
     }
     result = subprocess.run(
-        [sys.executable, str(REPO / "examples" / "agent_loop.py")],
+        [sys.executable, str(REPO / "examples" / name)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -31,7 +29,14 @@ def test_the_agent_loop_example_runs_every_step_through_handle_tool_call(tmp_pat
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    out = result.stdout
+    return result.stdout
+
+
+@pytest.mark.threat("T13")
+@pytest.mark.threat("T16")
+@pytest.mark.threat("T38")
+def test_the_agent_loop_example_runs_every_step_through_handle_tool_call(tmp_path: Path) -> None:
+    out = run_example("agent_loop.py", tmp_path)
     steps = [line for line in out.splitlines() if line.startswith("step ")]
     assert len(steps) == 6
     assert "pdf-processing  (mcp examples)" in out
@@ -44,3 +49,22 @@ def test_the_agent_loop_example_runs_every_step_through_handle_tool_call(tmp_pat
     assert "ExecutionDenied" in out
     assert "audit: gate allowed execution" in out
     assert out.rstrip().endswith("the host now runs its own 'bash' tool (not run here)")
+
+
+def test_the_sync_example_answers_two_threads_at_once_in_the_responses_api_shape(
+    tmp_path: Path,
+) -> None:
+    out = run_example("sync_tool_loop.py", tmp_path)
+    lines = out.splitlines()
+    assert (
+        lines[0]
+        == "tools for the Responses API: read_skill (strict=True), read_resource (strict=True)"
+    )
+    assert "pdf-processing" in lines[1]
+    first = lines.index("request 1")
+    assert lines[first + 1].startswith("  read_skill -> a skill block from mcp:examples: ")
+    assert lines[first + 2].startswith("  read_resource -> a file block from mcp:examples: # Forms")
+    second = lines.index("request 2")
+    assert "an error block from host: SkillNotFound" in lines[second + 1]
+    assert "an error block from host: UnknownServer" in lines[second + 2]
+    assert lines[-1].startswith("closed:")

@@ -4,7 +4,6 @@ approval, per-call cross-origin reads, the tool loop, and the audit trail."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -354,7 +353,7 @@ async def test_an_activation_whose_content_ended_is_asked_about_despite_its_gran
         # The server sends other bytes but keeps its entry: a plain mismatch, no change.
         files = world.a.catalog.files
         uri = "skill://deploy/notes.md"
-        files[uri] = dataclasses.replace(files[uri], data=b"tampered\n")
+        files[uri] = files[uri]._replace(data=b"tampered\n")
         with pytest.raises(IntegrityError):
             await host.read_file("a:deploy", "notes.md")
         with pytest.raises(ExecutionDenied):

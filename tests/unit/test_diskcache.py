@@ -205,6 +205,59 @@ def test_a_maximum_age_must_be_positive_when_set() -> None:
     assert Limits().max_cache_age is None
 
 
+# --- after a crash -------------------------------------------------------------------------
+# Writes are not fsync-ed. A power loss can leave a renamed file empty, cut short, or with
+# blocks never written (zeros, or whatever the disk held); these tests put each of those on
+# disk, then start afresh as a restarted host would.
+
+
+def _torn(data: bytes) -> dict[str, bytes]:
+    return {
+        "empty": b"",
+        "cut short": data[: len(data) // 2],
+        "one byte short": data[:-1],
+        "never written": bytes(len(data)),
+        "other blocks": bytes(255 - b for b in data),
+    }
+
+
+@pytest.mark.threat("T31")
+@pytest.mark.parametrize("state", list(_torn(b"x")))
+def test_a_blob_a_crash_left_torn_is_never_served_and_is_written_again(
+    tmp_path: Path, state: str
+) -> None:
+    data = bytes(range(256)) * 16
+    cache_at(tmp_path).put(key(data), data)
+    blob_path(tmp_path, data).write_bytes(_torn(data)[state])
+    after = cache_at(tmp_path)
+    assert after.get(key(data)) is None
+    assert not blob_path(tmp_path, data).exists()
+    after.put(key(data), data)
+    assert cache_at(tmp_path).get(key(data)) == data
+
+
+@pytest.mark.threat("T31")
+def test_an_index_a_crash_cut_anywhere_is_a_miss_until_the_next_write(tmp_path: Path) -> None:
+    first, second = b"first\n", b"second\n"
+    cache_at(tmp_path).put(key(first), first)
+    cache_at(tmp_path).put(key(second), second)
+    index = tmp_path / "docs" / "index.jsonl"
+    whole = index.read_bytes()
+    header_end = whole.index(b"\n") + 1
+    states = [whole[:cut] for cut in range(len(whole) + 1)] + list(_torn(whole).values())
+    for torn in states:
+        index.write_bytes(torn)
+        sound = torn[:header_end] == whole[:header_end]
+        after = cache_at(tmp_path)
+        assert after.get(key(first)) == (first if sound else None), torn
+        # The next write binds the label again (its blobs go), and all works as before.
+        after.put(key(second), second)
+        assert cache_at(tmp_path).get(key(second)) == second
+        after.put(key(first), first)
+        assert cache_at(tmp_path).get(key(first)) == first
+        assert index.read_bytes().startswith(whole[:header_end])
+
+
 # --- what is refused -----------------------------------------------------------------------
 
 

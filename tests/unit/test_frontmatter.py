@@ -8,12 +8,16 @@ import tracemalloc
 import anyio
 import anyio.to_thread
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from skillward.config import Limits
 from skillward.errors import FrontmatterError, FrontmatterMismatch
 from skillward.frontmatter import (
+    JsonValue,
+    _build_events,
+    _build_simple,
+    _split,
     check_frontmatter,
     diff_frontmatter,
     json_equal,
@@ -223,6 +227,91 @@ def test_no_yaml_like_text_crashes_the_parser(block: str) -> None:
         return
     assert isinstance(doc.frontmatter, dict)
     assert all(isinstance(key, str) for key in doc.frontmatter)
+
+
+# The simple ``key: value`` reading must give exactly what the YAML parser gives: values
+# drawn from YAML's indicators, scalars that resolve to other types, whitespace YAML
+# strips or reads as a break, and characters the parser refuses.
+_PIECES = st.sampled_from(
+    [
+        *"aZ09 .,;()/=_-+:#&*!?|>%@`'\"[]{}\\~",
+        *["word", "é", "\U0001f600", "\xa0", "\t", "\x85", "\u2028", "\ufeff", "\x7f", "\r"],
+        *["null", "true", "False", "0x1F", "0o17", "1e3", ".inf", ".nan", "-1", "1.5", "~"],
+        *[" #", ": ", "0", "  ", "- ", "---", "...", "\n", "\n "],
+    ]
+)
+_SIMPLE_DOCUMENTS = st.lists(
+    st.tuples(
+        st.from_regex(r"[a-zA-Z][a-zA-Z0-9_-]{0,8}", fullmatch=True),
+        st.lists(_PIECES, min_size=1, max_size=6).map("".join),
+    ),
+    min_size=1,
+    max_size=4,
+).map(lambda lines: "".join(f"{key}: {value}\n" for key, value in lines))
+
+
+def _same(left: JsonValue, right: JsonValue) -> bool:
+    return type(left) is type(right) and left == right
+
+
+@settings(max_examples=400)
+@given(_SIMPLE_DOCUMENTS)
+@example("A: .inf\n a\n")  # a later line decides: folded into one string
+@example("name: x\ndescription: a, b [c] {d} e:f g#h\n")
+def test_simple_frontmatter_reads_exactly_as_the_yaml_parser_reads_it(text: str) -> None:
+    try:
+        simple = _build_simple(text, Limits())
+    except FrontmatterError:  # pragma: no cover (the simple reading leaves errors to YAML)
+        pytest.fail("the simple reading raised")
+    if simple is None:
+        return
+    parsed = _build_events(text, Limits())
+    assert list(simple) == list(parsed)
+    assert all(_same(simple[key], parsed[key]) for key in parsed)
+
+
+def _split_by_lines(data: bytes, max_block: int) -> tuple[bytes, bytes]:
+    """The SKILL.md split, read line by line: what _split must agree with."""
+    start = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    lines = data[start:].split(b"\n")
+    if len(lines) < 2 or lines[0].removesuffix(b"\r") != b"---":
+        raise FrontmatterError("SKILL.md must begin with a '---' line")
+    pos = start + len(lines[0]) + 1
+    block_start = pos
+    for index, line in enumerate(lines[1:], 1):
+        if pos > block_start + max_block:
+            break
+        last = index == len(lines) - 1
+        if (line.removesuffix(b"\r") if not last else line) == b"---":
+            end = pos + len(line) + (0 if last else 1)
+            return data[block_start:pos], data[end:]
+        pos += len(line) + 1
+    raise FrontmatterError("no closing line")
+
+
+@settings(max_examples=400)
+@given(
+    st.lists(st.sampled_from([b"---", b"\n", b"\r\n", b"\r", b"-", b"a: b", b" ", b"\xef\xbb\xbf"]))
+    .map(b"".join)
+    .map(lambda body: b"---\n" + body),
+    st.integers(min_value=0, max_value=40),
+)
+@example(b"---\n---\n", 0)
+@example(b"---\na: b\n---", 8)
+@example(b"---\r\na: b\r\n---\r\nbody", 64)
+@example(b"---\na: b\n----\n--- \n---\r\r\n---\nrest", 64)
+def test_the_block_ends_at_the_first_line_that_is_only_the_delimiter(
+    data: bytes, max_block: int
+) -> None:
+    try:
+        expected: tuple[bytes, bytes] | None = _split_by_lines(data, max_block)
+    except FrontmatterError:
+        expected = None
+    try:
+        found: tuple[bytes, bytes] | None = _split(data, max_block)
+    except FrontmatterError:
+        found = None
+    assert found == expected
 
 
 # --- comparison -------------------------------------------------------------------------

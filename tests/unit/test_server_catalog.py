@@ -2,18 +2,34 @@
 
 from __future__ import annotations
 
+import gc
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
-from skillward._tree import encode_segment
+from skillward._tree import (
+    FileTooLarge,
+    encode_segment,
+    find_skill_dirs,
+    read_regular_file,
+    walk_files,
+)
 from skillward.client import SkillsClient
 from skillward.config import Limits
 from skillward.errors import ServerRejected
-from skillward.server import SkillCatalog, SkillsServer, build_server, example_skills_dir
+from skillward.server import (
+    ServedSkill,
+    SkillCatalog,
+    SkillsServer,
+    build_server,
+    example_skills_dir,
+)
 from skillward.servers import InMemoryTransport, ServerSpec
 from skillward.verify import sha256_digest
 from skillward.wire import parse_entry
@@ -78,6 +94,142 @@ def test_skills_breaking_the_rules_are_refused_with_a_reason(
     assert len(catalog.problems) == 1
     assert reason in catalog.problems[0]
     assert "refused" in catalog.problems[0]
+
+
+class _HostChecked(SkillCatalog):
+    """The catalog checking each entry exactly as a host does, with parse_entry."""
+
+    def _check_entry(self, skill: ServedSkill) -> None:
+        parse_entry(skill.entry(), limits=self.limits)
+
+
+# Segments a host reads differently as the authority (":", "@"), that need encoding
+# (space, "%", non-ASCII), or that are long enough, nested, to pass the URI length cap.
+_SEGMENTS = st.one_of(
+    st.text(alphabet="ab-:@%~!é .", min_size=1, max_size=6),
+    st.sampled_from(["a", "ab", "x:y", "a@b", "%41", "é" * 100, "é" * 100]),
+).filter(lambda s: s not in (".", "..") and not s.startswith("."))
+_NAMES = st.sampled_from(["a", "ab", "a-b", "Ab", "a_b", "-a"])
+# (folders above the skill's own, its name, whether its folder is named otherwise, files)
+_SKILLS = st.lists(
+    st.tuples(
+        st.lists(_SEGMENTS, max_size=3),
+        _NAMES,
+        st.booleans(),
+        st.lists(st.lists(_SEGMENTS, min_size=1, max_size=4), max_size=3),
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+@pytest.mark.threat("T10")
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(skills=_SKILLS)
+@example(skills=[([], "a", False, [["é" * 100] * 4])])
+@example(skills=[(["x:y"], "a", False, []), (["a@b"], "ab", False, [])])
+def test_the_server_serves_exactly_the_entries_a_host_accepts(
+    skills: list[tuple[list[str], str, bool, list[list[str]]]],
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for prefix, name, renamed, files in skills:
+            directory = root.joinpath(*prefix, name + "-x" if renamed else name)
+            try:
+                write(directory, "SKILL.md", skill_md(name))
+                for parts in files:
+                    write(directory, "/".join(parts), b"x")
+            except OSError:
+                continue  # a name this filesystem refuses, or a file where a folder is
+        served = SkillCatalog.from_directory(root)
+        checked = _HostChecked.from_directory(root)
+    assert sorted(served.skills) == sorted(checked.skills)
+    assert len(served.problems) == len(checked.problems)
+    for skill in served.skills.values():
+        parse_entry(skill.entry())
+
+
+@pytest.mark.threat("T11")
+def test_a_frontmatter_within_the_yaml_cap_but_larger_as_json_is_refused(tmp_path: Path) -> None:
+    # 2000 short pairs: about 62 KB as YAML, 68 KB as JSON (quotes, colons and commas).
+    pairs = "".join(f"k{i:03}: {'v' * 24}\n" for i in range(2000))
+    write(tmp_path, "big/SKILL.md", skill_md("big", extra=pairs))
+    write(tmp_path, "small/SKILL.md", skill_md("small"))
+    for catalog in (SkillCatalog.from_directory(tmp_path), _HostChecked.from_directory(tmp_path)):
+        assert list(catalog.skills) == ["skill://small/SKILL.md"]
+        assert "larger than 65536 bytes as JSON" in catalog.problems[0]
+
+
+@pytest.mark.threat("T10")
+def test_a_first_segment_no_authority_can_be_is_refused(tmp_path: Path) -> None:
+    write(tmp_path, "team:one/s/SKILL.md", skill_md("s"))
+    write(tmp_path, "team/x:y/SKILL.md", skill_md("x:y"))
+    write(tmp_path, "team/s/SKILL.md", skill_md("s"))
+    catalog = SkillCatalog.from_directory(tmp_path)
+    assert list(catalog.skills) == ["skill://team/s/SKILL.md"]
+    assert any("port" in problem for problem in catalog.problems)
+
+
+def test_a_file_uri_longer_than_hosts_accept_refuses_its_skill(tmp_path: Path) -> None:
+    deep = "/".join(["é" * 100] * 4)  # each "é" is six characters once percent-encoded
+    write(tmp_path, "s/SKILL.md", skill_md("s"))
+    write(tmp_path, f"s/{deep}/file.md", b"x")
+    catalog = SkillCatalog.from_directory(tmp_path)
+    assert catalog.skills == {}
+    assert "hosts accept at most 2048" in catalog.problems[0]
+
+
+def test_building_a_catalog_leaves_no_garbage_for_the_collector(tmp_path: Path) -> None:
+    # `skillward serve` builds with the collector off, then freezes what it built.
+    build_tree(tmp_path)
+    write(tmp_path, "bad/SKILL.md", b"---\nname: [\n---\n")
+    write(tmp_path, "other/SKILL.md", skill_md("mismatch"))
+    gc.collect()
+    gc.disable()
+    try:
+        catalog = SkillCatalog.from_directory(tmp_path)
+        server = build_server(catalog)
+        assert len(catalog.problems) == 2
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+    assert server.name == "skillward-serve"
+
+
+def test_a_walk_over_kept_listings_finds_what_a_fresh_walk_finds(tmp_path: Path) -> None:
+    build_tree(tmp_path)
+    write(tmp_path, "git-workflow/.hidden/x", b"x")
+    os.symlink(tmp_path / "hidden-skill", tmp_path / "git-workflow" / "link")
+    kept: dict[str, Any] = {}
+    found, _ = find_skill_dirs(tmp_path, keep=kept)
+    assert len(found) == 4
+    for _, directory in found:
+        assert walk_files(directory, listings=kept) == walk_files(directory)
+
+
+@pytest.mark.threat("T11")
+def test_files_are_read_whole_up_to_the_cap_and_refused_one_byte_past_it(tmp_path: Path) -> None:
+    data = os.urandom(3 * 1024 * 1024 + 7)
+    path = write(tmp_path, "big.bin", data)
+    assert read_regular_file(path, len(data)) == data
+    assert read_regular_file(path, len(data), snapshot=True) == data
+    with pytest.raises(FileTooLarge):
+        read_regular_file(path, len(data) - 1)
+    assert read_regular_file(path, 100, cut=True) == data[:100]
+    assert read_regular_file(write(tmp_path, "empty", b""), 10) == b""
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux's /proc")
+def test_a_file_longer_than_its_size_says_is_still_read_to_its_end(tmp_path: Path) -> None:
+    # /proc files report a size of 0: the reader must not trust fstat for the length.
+    status = Path("/proc/self/status")
+    assert status.stat().st_size == 0
+    for snapshot in (False, True):
+        text = read_regular_file(status, 1_000_000, snapshot=snapshot)
+        assert text.startswith(b"Name:")
+        assert b"\nPid:" in text
+    with pytest.raises(FileTooLarge):
+        read_regular_file(status, 10)
 
 
 def test_a_skill_over_the_file_limit_is_refused(tmp_path: Path) -> None:
