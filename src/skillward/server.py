@@ -467,7 +467,7 @@ def build_server(
         result: dict[str, Any] = {"resources": resources}
         if next_cursor is not None:
             result["nextCursor"] = next_cursor
-        return result
+        return _with_cache_hints(ctx, result)
 
     async def list_resources(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None

@@ -9,6 +9,12 @@ import anyio
 import pytest
 from mcp.server import Server
 
+from skillward._methods import (
+    DirectoryReadParams,
+    DirectoryReadRequest,
+    SkillsGetParams,
+    SkillsGetRequest,
+)
 from skillward.client import SkillsClient
 from skillward.errors import CapabilityMissing, ServerRejected
 from skillward.servers import InMemoryTransport, ServerSpec
@@ -67,6 +73,25 @@ async def test_listing_walks_every_page_without_the_unlisted_skill(client: Skill
     assert [entry.uri for entry in listing.entries] == LISTED
     assert listing.pages == 2
     assert listing.rejected == ()
+
+
+async def test_every_skills_result_has_cache_hints_only_at_2026_07_28(
+    client: SkillsClient,
+) -> None:
+    # The 2026-07-28 result schemas of skills/get and resources/directory/read carry
+    # them too; clients such as the MCP Inspector reject a result without them.
+    requests = [
+        SkillsGetRequest(params=SkillsGetParams(uri=LISTED[0])),
+        DirectoryReadRequest(params=DirectoryReadParams(uri="skill://acme/billing/refunds")),
+    ]
+    for request in requests:
+        with anyio.fail_after(30):
+            raw = await client._request(request)
+        hints = (raw.get("ttlMs"), raw.get("cacheScope"))
+        if client.protocol_version == "2026-07-28":
+            assert hints == (60_000, "public"), request.method
+        else:
+            assert hints == (None, None), request.method
 
 
 async def test_listing_has_cache_hints_only_at_2026_07_28(client: SkillsClient) -> None:
