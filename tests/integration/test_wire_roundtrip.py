@@ -80,7 +80,7 @@ async def test_every_skills_result_has_cache_hints_only_at_2026_07_28(
 ) -> None:
     # The 2026-07-28 result schemas of skills/get and resources/directory/read carry
     # them too; clients such as the MCP Inspector reject a result without them.
-    requests = [
+    requests: list[SkillsGetRequest | DirectoryReadRequest] = [
         SkillsGetRequest(params=SkillsGetParams(uri=LISTED[0])),
         DirectoryReadRequest(params=DirectoryReadParams(uri="skill://acme/billing/refunds")),
     ]
