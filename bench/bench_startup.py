@@ -6,19 +6,26 @@ baselines so that load on a shared machine falls on all alike. Baselines, measur
 command that talks to a server must import). Goals:
 
 * ``skillward --version`` within 250 ms;
-* ``import skillward``, and importing every public name (the SDK included), each at most
-  150 ms more than ``import mcp`` alone;
+* ``import skillward``, and importing every public name, each at most 150 ms more than
+  ``import mcp`` alone. No public name imports the SDK: the host imports its client edge
+  (and so ``mcp``) when it first connects a server. So every public name and the client
+  edge are timed together too, against the same goal: skillward's own part of a cold
+  start that connects a server;
 * ``skillward list`` against a local stdio server dominated by that server's own start-up
   (its time to an initialized session, measured with a bare ``mcp.Client``): at most 2x it.
-  Both processes import ``mcp``, one after the other (the SDK starts the server), so the
-  command's own part, the list less the server's start-up, is printed against
-  ``import mcp`` too: what is left above that floor is skillward's.
+  Both processes import ``mcp``; the command starts the server before it imports the SDK,
+  so the two imports run at the same time. The command's own part, the list less the
+  server's start-up, is printed against ``import mcp`` too.
+
+skillward's modules are compiled to bytecode first, as installing a wheel leaves them, so
+that no run pays for compiling them (``PYTHONDONTWRITEBYTECODE`` would keep it so).
 
 Run: .venv/bin/python bench/bench_startup.py
 """
 
 from __future__ import annotations
 
+import compileall
 import os
 import shutil
 import subprocess
@@ -30,6 +37,8 @@ from pathlib import Path
 
 import anyio
 from mcp import Client, StdioServerParameters
+
+import skillward
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -79,6 +88,7 @@ async def list_and_server(listing: list[str], env: dict[str, str]) -> tuple[floa
 
 
 def main() -> None:
+    compileall.compile_dir(Path(skillward.__file__).parent, quiet=1)
     with tempfile.TemporaryDirectory() as home:
         # A clean home: no servers file, policy, keyring or cache of the user's.
         env = {
@@ -99,6 +109,7 @@ def main() -> None:
                 "policy": [*command, "policy", "show", "--json"],
                 "import": [PYTHON, "-c", "import skillward"],
                 "every name": [PYTHON, "-c", every_name],
+                "and the edge": [PYTHON, "-c", every_name + "\nimport skillward.client"],
             },
             env,
         )
@@ -119,6 +130,13 @@ def main() -> None:
     report_added(
         "import skillward and every public name",
         best["every name"],
+        "import mcp",
+        best["mcp"],
+        goal_ms=150,
+    )
+    report_added(
+        "import skillward, every public name and the client edge (mcp included)",
+        best["and the edge"],
         "import mcp",
         best["mcp"],
         goal_ms=150,

@@ -49,8 +49,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-import filelock
-
 from skillward._dirs import approvals_file
 from skillward._keys import OsKeyring
 from skillward.approvals import ApprovalRecord, Scope
@@ -466,6 +464,8 @@ class FileApprovalStore:
 
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
+        import filelock  # noqa: PLC0415  (when first needed: some 10 ms of every start-up)
+
         lock = filelock.FileLock(
             self.lock_path,
             timeout=self.limits.store_lock_timeout,

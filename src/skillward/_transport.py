@@ -4,12 +4,11 @@ The SDK's own transports read a whole message, without a cap, and parse it befor
 can look at it; its stdio transport also makes whoever closes a session wait for the
 server's process to exit. These replace or wrap them:
 
-* **stdio**: the server runs as a child process in a session of its own. Each line it
-  writes is refused past ``Limits.message_bytes`` while it is read, and past
+* **stdio**: the server's process (``_process``: in a session of its own, its stderr in
+  its log, run and stopped in a task of a :class:`~skillward._process.Reaper`, so closing
+  a session never waits for it) is started here, or started earlier and adopted. Each
+  line it writes is refused past ``Limits.message_bytes`` while it is read, and past
   ``Limits.max_message_nodes`` before it is parsed; a refused line ends the connection.
-  The process, and the copying of its stderr into its log, live in a task of a
-  :class:`Reaper` (the host's own), so closing a session never waits for the process:
-  the reaper stops it (stdin closed, then SIGTERM, then SIGKILL) and reaps it.
 * **streamable HTTP**: the SDK's transport, on an HTTP client that holds every response
   body, and every server-sent event, to the same caps before the SDK reads it. A refused
   response fails the request it answers.
@@ -21,38 +20,29 @@ the :class:`~skillward.errors.ResponseTooLarge` it is, naming the server.
 from __future__ import annotations
 
 import json
-import logging
-import os
 import re
 import secrets
-import signal
-import sys
 from collections import OrderedDict
 from collections.abc import AsyncIterable, AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager, suppress
-from dataclasses import dataclass, field
-from typing import Any, TextIO
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
 
 import anyio
-import anyio.abc
 import httpx2
 import mcp_types as types
 import pydantic_core
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 from mcp.shared.message import SessionMessage
 
-from skillward._dirs import server_log_dir
-from skillward._serverlog import capture, log_path
+from skillward._process import Child, Reaper, spawn
 from skillward.config import Limits
 from skillward.errors import InvalidResponse, ResponseTooLarge, SkillwardError
 from skillward.servers import HttpTransport, ServerSpec, StdioTransport
 
 __all__ = ["Faults", "Reaper", "Refused", "http", "oversized", "read_lines", "stdio"]
-
-logger = logging.getLogger("skillward")
 
 #: The SDK's pair of streams: messages from the server, messages to it.
 Streams = tuple[
@@ -161,185 +151,8 @@ def oversized(data: bytes, limits: Limits) -> SkillwardError | None:
 
 # --- stdio --------------------------------------------------------------------------------
 
-#: How long the kernel gets to end a process sent SIGKILL.
-_REAP_SECONDS = 5.0
 #: How long the end of a server's stdout waits for its stderr to reach the log.
 _LOG_SECONDS = 2.0
-
-
-class Reaper:
-    """Where stdio servers' processes run and are stopped: tasks of ``tasks``, so that
-    whoever closes a session never waits for a process to exit.
-
-    A session that ended normally gets the polite shutdown: its stdin is closed, it has
-    ``Limits.exit_timeout`` to exit, then SIGTERM, ``exit_timeout`` again, then SIGKILL.
-    One cut short (a deadline, a refused message) is sent SIGTERM at once. After
-    :meth:`hurry` (the owner is leaving), no wait after a SIGTERM goes on: what is left
-    is killed and reaped at once.
-    """
-
-    def __init__(self, tasks: anyio.abc.TaskGroup) -> None:
-        self.tasks = tasks
-        self.hurried = anyio.Event()
-
-    def hurry(self) -> None:
-        self.hurried.set()
-
-
-@dataclass(eq=False)
-class _Child:
-    process: anyio.abc.Process
-    #: Set once the server's stderr is all in its log (or goes nowhere that needs waiting).
-    drained: anyio.Event
-    released: anyio.Event = field(default_factory=anyio.Event)
-    polite: bool = False
-
-    def release(self, *, polite: bool) -> None:
-        self.polite = polite
-        self.released.set()
-
-
-@asynccontextmanager
-async def _stderr_sink(
-    spec: ServerSpec, transport: StdioTransport, limits: Limits, drained: anyio.Event
-) -> AsyncIterator[TextIO]:
-    """Where the server's stderr goes: a log pipe, nowhere, or (when asked) this terminal."""
-    if transport.stderr == "unsafe-inherit":
-        logger.warning(
-            "server %r: its stderr goes straight to this terminal (stderr='unsafe-inherit'); it "
-            "can write escape sequences that clear the screen or fake text around prompts, and "
-            "secrets it echoes are not scrubbed. Use it only to debug a server you trust, and "
-            "'log' otherwise",
-            spec.label,
-        )
-        drained.set()
-        yield sys.stderr
-    elif transport.stderr == "discard":
-        drained.set()
-        with open(os.devnull, "w", encoding="utf-8") as sink:  # noqa: ASYNC230 (never blocks)
-            yield sink
-    else:
-        path = log_path(transport.log_dir or server_log_dir(), spec.label)
-        async with capture(
-            path,
-            max_bytes=limits.max_server_log_bytes,
-            secrets=spec.secret_values(),
-            drained=drained,
-        ) as pipe:
-            yield pipe
-
-
-async def _run_child(
-    spec: ServerSpec,
-    transport: StdioTransport,
-    limits: Limits,
-    hurried: anyio.Event,
-    *,
-    task_status: anyio.abc.TaskStatus[_Child],
-) -> None:
-    """The server's process, from start to reaping, in a task of the reaper's."""
-    extra = {k: v.get_secret_value() for k, v in transport.env.items()} if transport.env else {}
-    drained = anyio.Event()
-    async with _stderr_sink(spec, transport, limits, drained) as errlog:
-        process = await anyio.open_process(
-            [transport.command, *transport.args],
-            env=get_default_environment() | extra,
-            cwd=transport.cwd,
-            stderr=errlog,
-            # Its own process group, so SIGTERM and SIGKILL reach what it started too.
-            start_new_session=True,
-        )
-        if errlog is not sys.stderr:
-            errlog.close()  # the server holds its own copy now; EOF comes when it exits
-        child = _Child(process, drained)
-        task_status.started(child)
-        try:
-            await child.released.wait()
-        except BaseException:
-            # The reaper's owner is being cancelled: no time for the polite shutdown.
-            with anyio.CancelScope(shield=True):
-                await _reap(process)
-            raise
-        try:
-            await _stop(process, polite=child.polite, grace=limits.exit_timeout, hurried=hurried)
-        except Exception:  # never into the owner's task group
-            logger.exception("stopping the server process of %r failed", spec.label)
-
-
-async def _stop(
-    process: anyio.abc.Process, *, polite: bool, grace: float, hurried: anyio.Event
-) -> None:
-    """Close stdin, give the server ``grace`` (if ``polite``), SIGTERM, ``grace`` again
-    (cut short once ``hurried``), SIGKILL; reap it."""
-    try:
-        async with anyio.create_task_group() as group:
-            # Read and drop what the server still writes, so it is never stuck writing.
-            group.start_soon(_drain, process)
-            if process.stdin is not None:
-                with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    await process.stdin.aclose()
-            if not (polite and await _exited(process, grace, None)):
-                _signal(process, kill=False)
-                await _exited(process, grace, hurried)
-            group.cancel_scope.cancel()
-    finally:
-        with anyio.CancelScope(shield=True):
-            await _reap(process)
-
-
-async def _drain(process: anyio.abc.Process) -> None:
-    if process.stdout is None:  # pragma: no cover - always piped
-        return
-    with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-        async for _ in process.stdout:
-            pass
-
-
-async def _exited(process: anyio.abc.Process, seconds: float, hurried: anyio.Event | None) -> bool:
-    """Whether ``process`` exits within ``seconds`` (or less, once ``hurried`` is set)."""
-    with anyio.move_on_after(seconds) as scope:
-
-        async def cut_short(event: anyio.Event) -> None:
-            await event.wait()
-            scope.cancel()
-
-        async with anyio.create_task_group() as group:
-            if hurried is not None:
-                group.start_soon(cut_short, hurried)
-            await process.wait()
-            group.cancel_scope.cancel()
-    return process.returncode is not None
-
-
-def _signal(process: anyio.abc.Process, *, kill: bool) -> None:
-    """SIGTERM (or SIGKILL) to the server's process group, or to the server alone."""
-    try:
-        if sys.platform == "win32":  # pragma: no cover - no process groups there
-            _signal_one(process, kill=kill)
-        else:
-            os.killpg(process.pid, signal.SIGKILL if kill else signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    except PermissionError:  # a member it cannot signal: the server itself it can
-        with suppress(ProcessLookupError):
-            _signal_one(process, kill=kill)
-
-
-def _signal_one(process: anyio.abc.Process, *, kill: bool) -> None:
-    if kill:
-        process.kill()
-    else:
-        process.terminate()
-
-
-async def _reap(process: anyio.abc.Process) -> None:
-    """SIGKILL the server unless it has exited, wait for it, release its pipes."""
-    if process.returncode is None:
-        _signal(process, kill=True)
-    if await _exited(process, _REAP_SECONDS, None):
-        await process.aclose()
-    else:  # pragma: no cover - only a process stuck in the kernel survives SIGKILL
-        logger.warning("server process %d survived SIGKILL; leaving it", process.pid)
 
 
 async def read_lines(
@@ -406,7 +219,7 @@ def _parse(line: bytes, limits: Limits, faults: Faults) -> SessionMessage | Exce
 
 
 async def _write_lines(
-    child: _Child,
+    child: Child,
     source: MemoryObjectReceiveStream[SessionMessage],
     sink: MemoryObjectSendStream[SessionMessage | Exception],
 ) -> None:
@@ -423,7 +236,7 @@ async def _write_lines(
 
 
 @asynccontextmanager
-async def _pipes(child: _Child, limits: Limits, faults: Faults) -> AsyncIterator[Streams]:
+async def _pipes(child: Child, limits: Limits, faults: Faults) -> AsyncIterator[Streams]:
     incoming_sink, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     outgoing, outgoing_source = anyio.create_memory_object_stream[SessionMessage](0)
     async with anyio.create_task_group() as group:
@@ -448,20 +261,20 @@ async def stdio(
     limits: Limits,
     faults: Faults,
     reaper: Reaper | None,
+    child: Child | None = None,
 ) -> AsyncIterator[Streams]:
-    """Start ``spec``'s server and yield the session's streams to it.
+    """Start ``spec``'s server (or adopt ``child``, its process started already) and yield
+    the session's streams to it.
 
-    The process runs in a task of ``reaper``; when the block ends it is left there to be
-    stopped. Without a reaper, leaving the block waits for that (and, when cancelled,
+    The process runs in a task of ``reaper``; when the block ends it is released there to
+    be stopped. Without a reaper, leaving the block waits for that (and, when cancelled,
     kills the server at once).
     """
     async with AsyncExitStack() as stack:
-        if reaper is None:
-            reaper = Reaper(await stack.enter_async_context(anyio.create_task_group()))
-        name = f"skillward:{spec.label}:process"
-        child: _Child = await reaper.tasks.start(
-            _run_child, spec, transport, limits, reaper.hurried, name=name
-        )
+        if child is None:
+            if reaper is None:
+                reaper = Reaper(await stack.enter_async_context(anyio.create_task_group()))
+            child = await spawn(spec, transport, limits=limits, reaper=reaper)
         polite = False
         try:
             async with _pipes(child, limits, faults) as streams:

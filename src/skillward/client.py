@@ -38,7 +38,7 @@ import mcp_types as types
 from mcp import Client, MCPError
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from skillward import _transport
+from skillward import _process, _transport
 from skillward._methods import (
     DirectoryReadParams,
     DirectoryReadRequest,
@@ -84,7 +84,7 @@ from skillward.wire import (
 __all__ = ["Reaper", "SkillListing", "SkillsClient", "leaves", "translate"]
 
 #: Where stdio servers' processes are stopped (see :meth:`SkillsClient.connect`).
-Reaper = _transport.Reaper
+Reaper = _process.Reaper
 
 logger = logging.getLogger("skillward")
 
@@ -118,11 +118,17 @@ class SkillListing:
 
 
 def _target(
-    spec: ServerSpec, limits: Limits, faults: _transport.Faults, reaper: _transport.Reaper | None
+    spec: ServerSpec,
+    limits: Limits,
+    faults: _transport.Faults,
+    reaper: Reaper | None,
+    child: _process.Child | None,
 ) -> Any:
     transport = spec.transport
     if isinstance(transport, StdioTransport):
-        return _transport.stdio(spec, transport, limits=limits, faults=faults, reaper=reaper)
+        return _transport.stdio(
+            spec, transport, limits=limits, faults=faults, reaper=reaper, child=child
+        )
     if isinstance(transport, HttpTransport):
         return _transport.http(transport, limits=limits, faults=faults)
     if isinstance(transport, InMemoryTransport):
@@ -241,7 +247,12 @@ class SkillsClient:
     @classmethod
     @asynccontextmanager
     async def connect(
-        cls, spec: ServerSpec, *, limits: Limits | None = None, reaper: Reaper | None = None
+        cls,
+        spec: ServerSpec,
+        *,
+        limits: Limits | None = None,
+        reaper: Reaper | None = None,
+        child: _process.Child | None = None,
     ) -> AsyncIterator[SkillsClient]:
         """Connect to ``spec`` and negotiate, within ``Limits.operation_timeout``; the
         session closes when the block ends.
@@ -250,11 +261,30 @@ class SkillsClient:
         the session ends (stdin closed, then SIGTERM, then SIGKILL, each after
         ``Limits.exit_timeout``; SIGTERM at once after a deadline), so leaving the block
         never waits for it. Without a reaper, leaving the block waits for that.
+
+        ``child``: the stdio server's process, started already (:func:`_process.spawn`,
+        so that it starts while this module is imported). The session adopts it; it is
+        released when the block ends, whichever way it ends.
         """
-        limits = limits or Limits()
+        try:
+            async with cls._session(spec, limits or Limits(), reaper, child) as connected:
+                yield connected
+        finally:
+            if child is not None:
+                child.release(polite=False)  # a no-op once the session released it
+
+    @classmethod
+    @asynccontextmanager
+    async def _session(
+        cls,
+        spec: ServerSpec,
+        limits: Limits,
+        reaper: Reaper | None,
+        child: _process.Child | None,
+    ) -> AsyncIterator[SkillsClient]:
         faults = _transport.Faults()
         client = Client(
-            _target(spec, limits, faults, reaper),
+            _target(spec, limits, faults, reaper, child),
             mode=spec.mode,
             # Bounds every single request, the handshake included.
             read_timeout_seconds=limits.request_timeout,

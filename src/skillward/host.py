@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import importlib
 import inspect
 import json
 import logging
@@ -50,7 +51,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, NoReturn, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, Self, TypeVar
 
 import anyio
 import anyio.abc
@@ -63,6 +64,7 @@ from skillward._local import (
     read_skill_md,
     skill_files,
 )
+from skillward._process import Child, Reaper, spawn
 from skillward.approvals import (
     ActivationRequest,
     Answer,
@@ -79,7 +81,6 @@ from skillward.approvals import (
 )
 from skillward.audit import AuditTrail, EventKind, GateKind, Outcome
 from skillward.cache import CacheKey, ContentCache, NoCache
-from skillward.client import Reaper, SkillsClient, leaves, translate
 from skillward.config import Limits
 from skillward.context import (
     READ_RESOURCE_TOOL,
@@ -141,7 +142,7 @@ from skillward.registry import (
     parse_reference,
     unknown_label,
 )
-from skillward.servers import ServerSpec, check_label
+from skillward.servers import ServerSpec, StdioTransport, check_label
 from skillward.uris import ResourceUri, parse_uri, resolve_reference
 from skillward.verify import (
     VerifiedFile,
@@ -151,6 +152,9 @@ from skillward.verify import (
     verify_skill_md,
 )
 from skillward.wire import ResourceItem, SkillEntry
+
+if TYPE_CHECKING:
+    from skillward.client import SkillsClient
 
 __all__ = [
     "TOOL_SCHEMAS",
@@ -380,9 +384,39 @@ def _decision(answer: object, who: object) -> Decision:
     return answer
 
 
+#: The module that speaks to servers. It imports ``mcp``: most of a cold start.
+_CLIENT_EDGE = "skillward.client"
+
+
+async def _import_client_edge() -> None:
+    """Import the client edge in a worker thread, so the event loop goes on meanwhile (a
+    stdio server's process, started first, starts up alongside) and a deadline still
+    applies. Once it is imported, this costs a trip to the thread and back."""
+    await anyio.to_thread.run_sync(importlib.import_module, _CLIENT_EDGE, abandon_on_cancel=True)
+
+
 def _connection_error(error: BaseException, spec: ServerSpec) -> SkillwardError:
-    """Why a connection ended, as a SkillwardError naming the server (secrets cleaned)."""
+    """Why a connection ended, as a SkillwardError naming the server (secrets cleaned).
+    The client edge is imported by then (see :func:`_why_ended`)."""
+    from skillward.client import translate  # noqa: PLC0415  (imported by the connection)
+
     return translate(error, server=spec.label, secrets=spec.secret_values(), ended=True)
+
+
+async def _why_ended(error: BaseException, spec: ServerSpec) -> SkillwardError:
+    """:func:`_connection_error`, the client edge imported first: a stdio server's process
+    can fail to start before it is. If it cannot be imported, that is why."""
+    try:
+        await _import_client_edge()
+    except Exception as broken:
+        failed = TransportError(
+            f"cannot load the MCP client: {type(broken).__name__}: {str(broken)[:300]}",
+            server=spec.label,
+            hint="The MCP SDK (the mcp package) could not be imported: reinstall skillward.",
+        )
+        failed.__cause__ = broken
+        return failed
+    return _connection_error(error, spec)
 
 
 def _tool_arguments(arguments: object) -> Mapping[str, Any]:
@@ -602,23 +636,33 @@ class SkillHost:
     async def _run_connection(self, connection: _Connection) -> None:
         """The connection's task: it owns the SDK session, from handshake to close."""
         label = connection.label
+        child: Child | None = None
         try:
             with connection.scope:
-                async with SkillsClient.connect(
-                    connection.spec, limits=self.limits, reaper=self._reaper
-                ) as client:
-                    connection.client = client
-                    connection.reported_name = client.server_name
-                    connection.ready.set()
-                    await connection.stop.wait()
+                try:
+                    child = await self._spawn(connection.spec)
+                    await _import_client_edge()
+                    from skillward.client import SkillsClient  # noqa: PLC0415  (imported above)
+
+                    async with SkillsClient.connect(
+                        connection.spec, limits=self.limits, reaper=self._reaper, child=child
+                    ) as client:
+                        connection.client = client
+                        connection.reported_name = client.server_name
+                        connection.ready.set()
+                        await connection.stop.wait()
+                finally:
+                    if child is not None:
+                        # Stopped at once, unless its session already let it go politely.
+                        child.release(polite=False)
         except Exception as error:  # a dying server is reported, never raised
-            connection.error = _connection_error(error, connection.spec)
+            connection.error = await _why_ended(error, connection.spec)
         except BaseExceptionGroup as group:
             cancelled = anyio.get_cancelled_exc_class()
             rest = group.split(cancelled)[1]
-            if rest is None or not all(isinstance(leaf, Exception) for leaf in leaves(rest)):
+            if rest is None or rest.split(Exception)[1] is not None:
                 raise
-            connection.error = _connection_error(rest, connection.spec)
+            connection.error = await _why_ended(rest, connection.spec)
         finally:
             if connection.error is None and not connection.stop.is_set():
                 connection.error = ServerDisconnected("the connection closed", server=label)
@@ -628,6 +672,15 @@ class SkillHost:
                 scope.cancel()
             connection.done.set()
             connection.ready.set()
+
+    async def _spawn(self, spec: ServerSpec) -> Child | None:
+        """Start a stdio server's process, before the client edge is imported: the server
+        starts up (its own import of the SDK, mostly) while this process imports it."""
+        transport = spec.transport
+        if not isinstance(transport, StdioTransport):
+            return None
+        assert self._reaper is not None
+        return await spawn(spec, transport, limits=self.limits, reaper=self._reaper)
 
     async def _call(
         self,

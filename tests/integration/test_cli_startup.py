@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -94,11 +95,31 @@ def test_version_imports_neither_pydantic_nor_rich(tmp_path: Path) -> None:
     assert [m for m in modules if m.split(".")[0] in {"pydantic", "rich", "anyio"}] == []
 
 
-def test_a_command_that_connects_servers_does_import_the_host(tmp_path: Path) -> None:
+def test_a_command_that_connects_a_server_imports_the_host_and_the_sdk(tmp_path: Path) -> None:
     # The check above would pass for a driver that imported nothing at all.
+    server = "local=" + shlex.join([sys.executable, "-m", "skillward", "serve"])
+    code, modules = modules_after(tmp_path, "list", "--no-local", "--json", "--server", server)
+    assert code == 0
+    assert {"mcp", "skillward.client", "skillward.host", "skillward._clihost"} <= set(modules)
+
+
+def test_the_host_imports_the_sdk_only_when_it_connects_a_server(tmp_path: Path) -> None:
+    # So that a stdio server, started first, starts up while this process imports it.
     code, modules = modules_after(tmp_path, "list", "--no-local", "--json")
     assert code == 0
-    assert {"mcp", "skillward.host", "skillward._clihost"} <= set(modules)
+    assert "skillward.host" in modules
+    assert stack_in(modules) == ["skillward._clihost", "skillward.host"]
+
+
+@pytest.mark.parametrize("module", ["skillward.host", "skillward._process"])
+def test_importing_the_host_or_the_process_module_imports_no_sdk(module: str) -> None:
+    code = f"import json, sys, {module}; print(json.dumps(sorted(sys.modules)))"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT, check=True
+    )
+    imported = json.loads(result.stdout)
+    assert module in imported
+    assert [m for m in imported if m.split(".")[0] in {"mcp", "mcp_types", "httpx2"}] == []
 
 
 def test_importing_skillward_imports_none_of_its_modules_until_a_name_is_used() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from skillward.errors import ApprovalDenied, ConfigError, PolicyDenied
 from skillward.host import HostConfig, SkillHost
 from skillward.policy import EffectivePolicy, Policy
 from skillward.server import build_skills_server
-from skillward.servers import InMemoryTransport, ServerSpec
+from skillward.servers import InMemoryTransport, ServerSpec, StdioTransport
 from tests.support.approvals import Scripted
 from tests.support.doubles import Approving
 from tests.support.hostile import HostileState, build_hostile_server, build_hostile_tree
@@ -67,6 +68,18 @@ async def test_a_denied_server_never_connects_and_the_error_names_rule_file_and_
     assert "servers.deny = 'host*'" in error.message
     assert f"{path}:4" in error.message
     assert "contact: IT desk, #it" in error.message
+
+
+@pytest.mark.threat("T40")
+async def test_a_denied_stdio_server_is_never_started(dirs: PolicyDirs, tmp_path: Path) -> None:
+    # The host starts a stdio server before it loads the MCP client: never before asking.
+    started = tmp_path / "started"
+    command = f"open({str(started)!r}, 'w').close(); import sys; sys.stdin.read()"
+    transport = StdioTransport(command=sys.executable, args=("-c", command), stderr="discard")
+    dirs.admin('version = 1\n[servers]\ndeny = ["evil"]\n')
+    error = await refused_connection(dirs.load(), ServerSpec(label="evil", transport=transport))
+    assert error.server == "evil"
+    assert not started.exists()
 
 
 @pytest.mark.threat("T39")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,7 +19,8 @@ from skillward.errors import DigestMismatch, ExecutionDenied, PolicyDenied
 from skillward.gates import ExecutionRequest
 from skillward.host import HostConfig, SkillHost
 from skillward.policy import GrantKind, GrantMode, NoPolicy
-from skillward.servers import InMemoryTransport, ServerSpec
+from skillward.server import example_skills_dir
+from skillward.servers import InMemoryTransport, ServerSpec, StdioTransport
 from tests.support.doubles import Approving, Execution
 from tests.support.hostile import HostileState, build_hostile_server, build_hostile_tree
 from tests.support.trees import skill_md, write
@@ -254,3 +257,25 @@ async def test_reconnecting_asks_the_policy_again(
             with pytest.raises(PolicyDenied):
                 await host.reconnect(spec.label)
     assert len(state.requests) == listed  # nothing was asked of the server again
+
+
+async def test_reconnecting_a_stdio_server_the_policy_now_refuses_starts_no_process(
+    tmp_path: Path,
+) -> None:
+    starts = tmp_path / "starts"
+    serve = shlex.join([sys.executable, "-m", "skillward", "serve", str(example_skills_dir())])
+    # Each start of the server leaves a line in `starts`, then it serves.
+    script = f"echo started >> {shlex.quote(str(starts))}; exec {serve}"
+    spec = ServerSpec(
+        label="local",
+        transport=StdioTransport(command="/bin/sh", args=("-c", script), stderr="discard"),
+    )
+    policy = DenyingPolicy()
+    with anyio.fail_after(60):
+        async with SkillHost(policy=policy) as host:
+            await host.connect(spec)
+            assert starts.read_text() == "started\n"
+            policy.server = spec.label
+            with pytest.raises(PolicyDenied):
+                await host.reconnect(spec.label)
+    assert starts.read_text() == "started\n"

@@ -13,6 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "skillward"
 
 # Third-party libraries each confined to the modules named here.
 CONFINED = {
+    # The client edge (never _process.py, which starts stdio servers before it is imported).
     "mcp": {"client.py", "_transport.py", "server.py"},
     "mcp_types": {"client.py", "_transport.py", "server.py", "_methods.py"},
     # The SDK's HTTP client, held to the message caps at the client edge's transport.
@@ -127,6 +128,46 @@ def submodules_imported(path: Path) -> set[str]:
         for node in ast.walk(tree)
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("skillward.")
     }
+
+
+def reached_from(name: str) -> set[str]:
+    """The ``skillward`` modules ``name`` imports, directly or through each other, at any
+    level of the module (a function's own imports too)."""
+    seen: set[str] = set()
+    todo = [name]
+    while todo:
+        current = todo.pop()
+        path = PACKAGE / f"{current}.py"
+        if current in seen or not path.exists():
+            continue
+        seen.add(current)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "skillward":
+                todo += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("skillward."):
+                todo.append((node.module or "").removeprefix("skillward.").split(".")[0])
+            elif isinstance(node, ast.Import):
+                todo += [
+                    alias.name.removeprefix("skillward.").split(".")[0]
+                    for alias in node.names
+                    if alias.name.startswith("skillward.")
+                ]
+    return seen
+
+
+#: The SDK, its types, and its HTTP client.
+SDK = {"mcp", "mcp_types", "httpx2"}
+
+
+def test_the_process_module_imports_no_sdk_not_even_through_another_module() -> None:
+    # The host starts a stdio server with it before importing the SDK, so that the two
+    # start up at the same time.
+    reached = reached_from("_process")
+    assert "_transport" not in reached
+    assert "client" not in reached
+    for name in sorted(reached):
+        assert not imports_of(PACKAGE / f"{name}.py") & SDK, f"_process reaches {name}.py"
 
 
 def test_the_host_depends_on_the_cache_seam_never_on_the_disk_cache() -> None:
