@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -136,6 +137,79 @@ def modules_imported(path: Path) -> set[str]:
             found.add(module)
             found |= {f"{module}.{a.name}" for a in node.names if is_module(f"{module}.{a.name}")}
     return found
+
+
+FOLDERS = ("core", "edge", "trust", "cache", "host", "terminal", "cli", "serve")
+#: Which folders each folder's modules may import: the folder table of
+#: docs/architecture.md. gateway/ and check/ are reserved for the layers that come next.
+MAY_IMPORT: dict[str, set[str]] = {
+    "core": {"core"},
+    "edge": {"core", "edge"},
+    "trust": {"core", "edge", "trust"},
+    "cache": {"core", "edge", "cache"},
+    "host": {"core", "edge", "trust", "cache", "host"},
+    # The host's public names only, from skillward.host itself (PUBLIC_ONLY).
+    "terminal": {"core", "trust", "host"},
+    "cli": {*FOLDERS},
+    "serve": {"core", "edge"},
+    "gateway": {"core", "edge", "trust", "cache", "host", "gateway"},
+    "check": {"core", "edge", "check"},
+}
+#: (importer, imported): only the imported folder's package, not its modules.
+PUBLIC_ONLY = {("terminal", "host")}
+#: Top-level modules any folder may import: the installed version, a leaf.
+SHARED = {"skillward._version"}
+
+
+def folder_of(name: str) -> str | None:
+    """The folder of dotted module ``name``; None for a top-level module."""
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 and (PACKAGE / parts[1]).is_dir() else None
+
+
+def test_every_folder_is_a_layer_with_a_row_in_the_table() -> None:
+    folders = {
+        path.parent.name for path in PACKAGE.glob("*/__init__.py") if path.parent.name != "examples"
+    }
+    assert folders == set(FOLDERS)
+    assert set(FOLDERS) <= set(MAY_IMPORT)
+    for folder in FOLDERS:
+        doc = ast.get_docstring(ast.parse((PACKAGE / folder / "__init__.py").read_text("utf-8")))
+        assert "May import:" in (doc or ""), f"{folder}/__init__.py says what it may import"
+
+
+def test_every_module_lives_in_a_folder_or_is_the_facade() -> None:
+    top = {where(path) for path in MODULES if path.parent == PACKAGE}
+    assert top == {"__init__.py", "__main__.py", "_version.py", "_apidoc.py"}
+
+
+@pytest.mark.parametrize("path", MODULES, ids=where)
+def test_each_folder_imports_only_the_folders_its_layer_may(path: Path) -> None:
+    folder = where(path).split("/")[0] if path.parent != PACKAGE else None
+    if folder is None:
+        return  # the facade, python -m skillward and the API reference see everything
+    for name in sorted(modules_imported(path)):
+        if name in SHARED:
+            continue
+        imported = folder_of(name)
+        assert imported is not None, f"{where(path)} imports the top-level {name}"
+        assert imported in MAY_IMPORT[folder], (
+            f"{where(path)} imports {name}: {folder}/ may import only {sorted(MAY_IMPORT[folder])}"
+        )
+        if (folder, imported) in PUBLIC_ONLY:
+            assert name == f"skillward.{imported}", (
+                f"{where(path)} imports {name}: only skillward.{imported}'s public names"
+            )
+
+
+def test_the_architecture_document_states_the_folder_table() -> None:
+    text = (PACKAGE.parents[1] / "docs" / "architecture.md").read_text("utf-8")
+    rows = re.findall(r"^\| `(\w+)/`[^|]*\|[^|]*\| ([^|]+) \|$", text, flags=re.MULTILINE)
+    stated = {
+        folder: {*FOLDERS} if cell.strip() == "anything" else set(re.findall(r"`(\w+)`", cell))
+        for folder, cell in rows
+    }
+    assert stated == MAY_IMPORT
 
 
 def test_only_the_command_line_imports_the_reference_server() -> None:
