@@ -113,12 +113,8 @@ def test_the_host_imports_the_sdk_only_when_it_connects_a_server(tmp_path: Path)
     code, modules = modules_after(tmp_path, "list", "--no-local", "--json")
     assert code == 0
     assert "skillward.host.skillhost" in modules
-    assert stack_in(modules) == [
-        "skillward.cli._host",
-        "skillward.host",
-        "skillward.host.skillhost",
-        "skillward.host.sync",
-    ]
+    host = ["skillward.host", "skillward.host.skillhost"]
+    assert stack_in(modules) == ["skillward.cli._host", *host]
 
 
 @pytest.mark.parametrize("module", ["skillward.host", "skillward.edge._process"])

@@ -106,6 +106,14 @@ def test_public_api_has_an_explicit_all() -> None:
         assert hasattr(skillward, name), name
 
 
+def test_the_host_package_exports_the_facades_host_names() -> None:
+    import skillward.host  # noqa: PLC0415
+
+    assert skillward.host.__all__
+    for name in skillward.host.__all__:
+        assert getattr(skillward.host, name) is getattr(skillward, name), name
+
+
 def is_module(name: str) -> bool:
     """Whether dotted ``name`` (``skillward.edge.client``) is a module of the package."""
     parts = name.split(".")[1:]
