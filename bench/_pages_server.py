@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent))
 
 from tests.support.listings import pages_server
 
-from skillward.server import serve_stdio
+from skillward.serve.server import serve_stdio
 
 if __name__ == "__main__":
     server = pages_server(json.loads(Path(sys.argv[1]).read_text()))

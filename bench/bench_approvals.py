@@ -20,10 +20,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _timing import best_of, report
-from skillward._store import FileApprovalStore, encode, record_line
-from skillward.approvals import Approved, Scope, assess, record_for
-from skillward.origins import SkillKey
-from skillward.wire import SkillEntry, parse_entry
+from skillward.core.origins import SkillKey
+from skillward.core.wire import SkillEntry, parse_entry
+from skillward.trust._store import FileApprovalStore, encode, record_line
+from skillward.trust.approvals import Approved, Scope, assess, record_for
 
 IDENTITY = "http:https://acme.example/mcp"
 GOAL = 1.5

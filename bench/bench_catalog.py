@@ -16,9 +16,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _timing import best_of, report, report_bound
-from skillward.origins import Origin
-from skillward.registry import Registry, SkillRecord
-from skillward.wire import parse_entry
+from skillward.core.origins import Origin
+from skillward.core.registry import Registry, SkillRecord
+from skillward.core.wire import parse_entry
 
 DIGEST = "sha256:" + "a" * 64
 

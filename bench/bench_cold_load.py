@@ -6,7 +6,7 @@ Prints three ratios, each with its goal:
   its text rendered) against a bare mcp.Client reading the same files with no checks,
   run in alternation on the same server;
 * the same cold load with an empty DiskCache, which writes every file, against one with
-  no cache (goal 1.1x: the cache writes nothing it must fsync, see _diskcache.py);
+  no cache (goal 1.1x: the cache writes nothing it must fsync, see cache/_disk.py);
 * verifying the bytes alone (size and digest against the listing) against plain
   hashlib.sha256 over the same bytes.
 
@@ -29,13 +29,13 @@ from mcp import Client, StdioServerParameters
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _timing import best_of, report, side_by_side
-from skillward._diskcache import DiskCache
-from skillward.approvals import ActivationRequest, Decision
-from skillward.cache import ContentCache
-from skillward.host import SkillHost
-from skillward.servers import ServerSpec, StdioTransport
-from skillward.verify import sha256_digest, verify_file
-from skillward.wire import ResourceItem
+from skillward.cache._disk import DiskCache
+from skillward.cache.seam import ContentCache
+from skillward.core.verify import sha256_digest, verify_file
+from skillward.core.wire import ResourceItem
+from skillward.edge.servers import ServerSpec, StdioTransport
+from skillward.host.skillhost import SkillHost
+from skillward.trust.approvals import ActivationRequest, Decision
 
 FILES = 512
 SKILL_BYTES = 16 * 1024 * 1024

@@ -18,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).parent.parent))
 from tests.support.hostile_yaml import HOSTILE, NORMAL
 
 from _timing import best_of, report
-from skillward.errors import FrontmatterError
-from skillward.frontmatter import parse_skill_md
+from skillward.core.errors import FrontmatterError
+from skillward.core.frontmatter import parse_skill_md
 
 
 def refuse(data: bytes) -> None:

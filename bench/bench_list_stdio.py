@@ -35,9 +35,9 @@ from pydantic import BaseModel, ConfigDict
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _timing import best_of_async, report, side_by_side
-from skillward._methods import SkillsListParams, SkillsListRequest
-from skillward.client import SkillsClient
-from skillward.servers import ServerSpec, StdioTransport
+from skillward.edge._methods import SkillsListParams, SkillsListRequest
+from skillward.edge.client import SkillsClient
+from skillward.edge.servers import ServerSpec, StdioTransport
 
 SKILLS = 10_000
 PAGE_SIZE = 500

@@ -16,8 +16,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _timing import best_of, report
-from skillward.config import Limits
-from skillward.wire import json_size, parse_skills_page
+from skillward.core.config import Limits
+from skillward.core.wire import json_size, parse_skills_page
 
 ENTRIES = 10_000
 

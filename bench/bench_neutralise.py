@@ -17,8 +17,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _timing import best_of, report_bound
-from skillward.context import file_block
-from skillward.origins import Origin
+from skillward.core.context import file_block
+from skillward.core.origins import Origin
 
 SIZE = 16 * 1024 * 1024
 ORIGIN = Origin("mcp", "bench")

@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _timing import best_of, report
-from skillward._policyfile import parse_policy, parse_policy_data
+from skillward.trust._policyfile import parse_policy, parse_policy_data
 
 
 def policy_text(entries: int, *, one_line: bool) -> str:

@@ -109,7 +109,7 @@ def main() -> None:
                 "policy": [*command, "policy", "show", "--json"],
                 "import": [PYTHON, "-c", "import skillward"],
                 "every name": [PYTHON, "-c", every_name],
-                "and the edge": [PYTHON, "-c", every_name + "\nimport skillward.client"],
+                "and the edge": [PYTHON, "-c", every_name + "\nimport skillward.edge.client"],
             },
             env,
         )

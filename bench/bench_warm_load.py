@@ -25,13 +25,13 @@ import anyio
 
 from _timing import report
 from bench_cold_load import FILES, ROUNDS, make_skill
-from skillward._diskcache import DiskCache
-from skillward.approvals import ActivationRequest, Decision
-from skillward.cache import CacheKey, ContentCache, NoCache
-from skillward.client import SkillsClient
-from skillward.host import SkillHost
-from skillward.servers import ServerSpec, StdioTransport
-from skillward.verify import verify_file
+from skillward.cache._disk import DiskCache
+from skillward.cache.seam import CacheKey, ContentCache, NoCache
+from skillward.core.verify import verify_file
+from skillward.edge.client import SkillsClient
+from skillward.edge.servers import ServerSpec, StdioTransport
+from skillward.host.skillhost import SkillHost
+from skillward.trust.approvals import ActivationRequest, Decision
 
 GOAL = 0.2
 

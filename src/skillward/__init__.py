@@ -29,36 +29,12 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from skillward._diskcache import DiskCache
-    from skillward._local import LocalSkillDir, default_local_dirs
-    from skillward._policyfile import PolicyFile, PolicyProblem, policy_schema
-    from skillward._policyload import load_policy
-    from skillward._store import FileApprovalStore
     from skillward._version import __version__
-    from skillward.approvals import (
-        ActivationRequest,
-        Answer,
-        ApprovalBook,
-        ApprovalRecord,
-        ApprovalRules,
-        ApprovalStorage,
-        ApproveOnce,
-        Approver,
-        Decision,
-        DenyAll,
-        Granting,
-        Grants,
-        Prompter,
-        Question,
-        Scope,
-        UnsafeApproveAll,
-        assess,
-    )
-    from skillward.audit import AuditEvent, AuditTrail
-    from skillward.cache import CacheKey, ContentCache, NoCache
-    from skillward.config import Limits
-    from skillward.context import CatalogItem, ContextBlock
-    from skillward.errors import (
+    from skillward.cache._disk import DiskCache
+    from skillward.cache.seam import CacheKey, ContentCache, NoCache
+    from skillward.core.config import Limits
+    from skillward.core.context import CatalogItem, ContextBlock
+    from skillward.core.errors import (
         AmbiguousName,
         ApprovalDenied,
         ApprovalRequired,
@@ -96,16 +72,23 @@ if TYPE_CHECKING:
         UnverifiableSkill,
         UsageError,
     )
-    from skillward.frontmatter import SkillDocument, check_frontmatter, parse_skill_md
-    from skillward.gates import (
-        CrossOriginGate,
-        CrossOriginRequest,
-        DenyCrossOrigin,
-        DenyExecution,
-        ExecutionGate,
-        ExecutionRequest,
+    from skillward.core.frontmatter import SkillDocument, check_frontmatter, parse_skill_md
+    from skillward.core.labels import normalise_label
+    from skillward.core.origins import Origin, SkillKey
+    from skillward.core.registry import Collision, Declined, SkillRecord
+    from skillward.core.uris import ResourceUri, SkillRoot, parse_uri, resolve_reference
+    from skillward.core.wire import SkillEntry, SkillsPage, parse_entry, parse_skills_page
+    from skillward.edge._local import LocalSkillDir, default_local_dirs
+    from skillward.edge.servers import (
+        HttpTransport,
+        InMemoryTransport,
+        ServersConfig,
+        ServerSpec,
+        StdioTransport,
+        load_mcp_servers,
+        parse_mcp_servers,
     )
-    from skillward.host import (
+    from skillward.host.skillhost import (
         TOOL_SCHEMAS,
         Activation,
         ContextSink,
@@ -114,28 +97,45 @@ if TYPE_CHECKING:
         SkillHost,
         ToolStyle,
     )
-    from skillward.origins import Origin, SkillKey
-    from skillward.policy import EffectivePolicy, Lockdown, NoPolicy, Pin, Policy
-    from skillward.prompts import (
+    from skillward.host.sync import SyncSkillHost
+    from skillward.terminal.prompts import (
         Terminal,
         TerminalApprover,
         TerminalCrossOriginGate,
         TerminalExecutionGate,
     )
-    from skillward.registry import Collision, Declined, SkillRecord
-    from skillward.servers import (
-        HttpTransport,
-        InMemoryTransport,
-        ServersConfig,
-        ServerSpec,
-        StdioTransport,
-        load_mcp_servers,
-        normalise_label,
-        parse_mcp_servers,
+    from skillward.trust._policyfile import PolicyFile, PolicyProblem, policy_schema
+    from skillward.trust._policyload import load_policy
+    from skillward.trust._store import FileApprovalStore
+    from skillward.trust.approvals import (
+        ActivationRequest,
+        Answer,
+        ApprovalBook,
+        ApprovalRecord,
+        ApprovalRules,
+        ApprovalStorage,
+        ApproveOnce,
+        Approver,
+        Decision,
+        DenyAll,
+        Granting,
+        Grants,
+        Prompter,
+        Question,
+        Scope,
+        UnsafeApproveAll,
+        assess,
     )
-    from skillward.synchost import SyncSkillHost
-    from skillward.uris import ResourceUri, SkillRoot, parse_uri, resolve_reference
-    from skillward.wire import SkillEntry, SkillsPage, parse_entry, parse_skills_page
+    from skillward.trust.audit import AuditEvent, AuditTrail
+    from skillward.trust.gates import (
+        CrossOriginGate,
+        CrossOriginRequest,
+        DenyCrossOrigin,
+        DenyExecution,
+        ExecutionGate,
+        ExecutionRequest,
+    )
+    from skillward.trust.policy import EffectivePolicy, Lockdown, NoPolicy, Pin, Policy
 
 __all__ = [
     "TOOL_SCHEMAS",
@@ -260,36 +260,12 @@ __all__ = [
 #: The module that defines each public name (``tests/meta/test_architecture.py`` keeps
 #: this, ``__all__`` and the imports above in step).
 _MODULES: dict[str, tuple[str, ...]] = {
-    "skillward._diskcache": ("DiskCache",),
-    "skillward._local": ("LocalSkillDir", "default_local_dirs"),
-    "skillward._policyfile": ("PolicyFile", "PolicyProblem", "policy_schema"),
-    "skillward._policyload": ("load_policy",),
-    "skillward._store": ("FileApprovalStore",),
     "skillward._version": ("__version__",),
-    "skillward.approvals": (
-        "ActivationRequest",
-        "Answer",
-        "ApprovalBook",
-        "ApprovalRecord",
-        "ApprovalRules",
-        "ApprovalStorage",
-        "ApproveOnce",
-        "Approver",
-        "Decision",
-        "DenyAll",
-        "Granting",
-        "Grants",
-        "Prompter",
-        "Question",
-        "Scope",
-        "UnsafeApproveAll",
-        "assess",
-    ),
-    "skillward.audit": ("AuditEvent", "AuditTrail"),
-    "skillward.cache": ("CacheKey", "ContentCache", "NoCache"),
-    "skillward.config": ("Limits",),
-    "skillward.context": ("CatalogItem", "ContextBlock"),
-    "skillward.errors": (
+    "skillward.cache._disk": ("DiskCache",),
+    "skillward.cache.seam": ("CacheKey", "ContentCache", "NoCache"),
+    "skillward.core.config": ("Limits",),
+    "skillward.core.context": ("CatalogItem", "ContextBlock"),
+    "skillward.core.errors": (
         "AmbiguousName",
         "ApprovalDenied",
         "ApprovalRequired",
@@ -327,16 +303,23 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "UnverifiableSkill",
         "UsageError",
     ),
-    "skillward.frontmatter": ("SkillDocument", "check_frontmatter", "parse_skill_md"),
-    "skillward.gates": (
-        "CrossOriginGate",
-        "CrossOriginRequest",
-        "DenyCrossOrigin",
-        "DenyExecution",
-        "ExecutionGate",
-        "ExecutionRequest",
+    "skillward.core.frontmatter": ("SkillDocument", "check_frontmatter", "parse_skill_md"),
+    "skillward.core.labels": ("normalise_label",),
+    "skillward.core.origins": ("Origin", "SkillKey"),
+    "skillward.core.registry": ("Collision", "Declined", "SkillRecord"),
+    "skillward.core.uris": ("ResourceUri", "SkillRoot", "parse_uri", "resolve_reference"),
+    "skillward.core.wire": ("SkillEntry", "SkillsPage", "parse_entry", "parse_skills_page"),
+    "skillward.edge._local": ("LocalSkillDir", "default_local_dirs"),
+    "skillward.edge.servers": (
+        "HttpTransport",
+        "InMemoryTransport",
+        "ServersConfig",
+        "ServerSpec",
+        "StdioTransport",
+        "load_mcp_servers",
+        "parse_mcp_servers",
     ),
-    "skillward.host": (
+    "skillward.host.skillhost": (
         "TOOL_SCHEMAS",
         "Activation",
         "ContextSink",
@@ -345,28 +328,45 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "SkillHost",
         "ToolStyle",
     ),
-    "skillward.origins": ("Origin", "SkillKey"),
-    "skillward.policy": ("EffectivePolicy", "Lockdown", "NoPolicy", "Pin", "Policy"),
-    "skillward.prompts": (
+    "skillward.host.sync": ("SyncSkillHost",),
+    "skillward.terminal.prompts": (
         "Terminal",
         "TerminalApprover",
         "TerminalCrossOriginGate",
         "TerminalExecutionGate",
     ),
-    "skillward.registry": ("Collision", "Declined", "SkillRecord"),
-    "skillward.servers": (
-        "HttpTransport",
-        "InMemoryTransport",
-        "ServersConfig",
-        "ServerSpec",
-        "StdioTransport",
-        "load_mcp_servers",
-        "normalise_label",
-        "parse_mcp_servers",
+    "skillward.trust._policyfile": ("PolicyFile", "PolicyProblem", "policy_schema"),
+    "skillward.trust._policyload": ("load_policy",),
+    "skillward.trust._store": ("FileApprovalStore",),
+    "skillward.trust.approvals": (
+        "ActivationRequest",
+        "Answer",
+        "ApprovalBook",
+        "ApprovalRecord",
+        "ApprovalRules",
+        "ApprovalStorage",
+        "ApproveOnce",
+        "Approver",
+        "Decision",
+        "DenyAll",
+        "Granting",
+        "Grants",
+        "Prompter",
+        "Question",
+        "Scope",
+        "UnsafeApproveAll",
+        "assess",
     ),
-    "skillward.synchost": ("SyncSkillHost",),
-    "skillward.uris": ("ResourceUri", "SkillRoot", "parse_uri", "resolve_reference"),
-    "skillward.wire": ("SkillEntry", "SkillsPage", "parse_entry", "parse_skills_page"),
+    "skillward.trust.audit": ("AuditEvent", "AuditTrail"),
+    "skillward.trust.gates": (
+        "CrossOriginGate",
+        "CrossOriginRequest",
+        "DenyCrossOrigin",
+        "DenyExecution",
+        "ExecutionGate",
+        "ExecutionRequest",
+    ),
+    "skillward.trust.policy": ("EffectivePolicy", "Lockdown", "NoPolicy", "Pin", "Policy"),
 }
 _WHERE = {name: module for module, names in _MODULES.items() for name in names}
 

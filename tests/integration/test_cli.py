@@ -12,8 +12,8 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from skillward._clihost import DEMO_TAMPERED_URI
-from skillward.server import example_skills_dir
+from skillward.cli._host import DEMO_TAMPERED_URI
+from skillward.serve.server import example_skills_dir
 from tests.support.trees import build_tree, skill_md, write
 
 TIMEOUT = 60

@@ -10,9 +10,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from skillward.approvals import DenyAll, content_hash
-from skillward.host import SkillHost
-from skillward.servers import ServerSpec, StdioTransport
+from skillward.edge.servers import ServerSpec, StdioTransport
+from skillward.host.skillhost import SkillHost
+from skillward.trust.approvals import DenyAll, content_hash
 from tests.integration.test_cli import EXAMPLES, run
 from tests.support.policies import PolicyDirs
 

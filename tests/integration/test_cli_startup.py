@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from skillward.cli import EXIT_CODES
+from skillward.cli.command import EXIT_CODES
 
 TIMEOUT = 60
 REPO = Path(__file__).resolve().parents[2]
@@ -26,9 +26,9 @@ SERVER_STACK = (
     "sse_starlette",
     "httpx",
     "skillward.host",
-    "skillward.client",
-    "skillward.server",
-    "skillward._clihost",
+    "skillward.edge.client",
+    "skillward.serve",
+    "skillward.cli._host",
 )
 POLICY = str(REPO / "policies" / "default.toml")
 #: Every command the issue names, with common options on both sides for good measure.
@@ -100,18 +100,24 @@ def test_a_command_that_connects_a_server_imports_the_host_and_the_sdk(tmp_path:
     server = "local=" + shlex.join([sys.executable, "-m", "skillward", "serve"])
     code, modules = modules_after(tmp_path, "list", "--no-local", "--json", "--server", server)
     assert code == 0
-    assert {"mcp", "skillward.client", "skillward.host", "skillward._clihost"} <= set(modules)
+    assert {
+        "mcp",
+        "skillward.edge.client",
+        "skillward.host.skillhost",
+        "skillward.cli._host",
+    } <= set(modules)
 
 
 def test_the_host_imports_the_sdk_only_when_it_connects_a_server(tmp_path: Path) -> None:
     # So that a stdio server, started first, starts up while this process imports it.
     code, modules = modules_after(tmp_path, "list", "--no-local", "--json")
     assert code == 0
-    assert "skillward.host" in modules
-    assert stack_in(modules) == ["skillward._clihost", "skillward.host"]
+    assert "skillward.host.skillhost" in modules
+    host = ["skillward.host", "skillward.host.skillhost"]
+    assert stack_in(modules) == ["skillward.cli._host", *host]
 
 
-@pytest.mark.parametrize("module", ["skillward.host", "skillward._process"])
+@pytest.mark.parametrize("module", ["skillward.host", "skillward.edge._process"])
 def test_importing_the_host_or_the_process_module_imports_no_sdk(module: str) -> None:
     code = f"import json, sys, {module}; print(json.dumps(sorted(sys.modules)))"
     result = subprocess.run(
@@ -133,7 +139,7 @@ def test_importing_skillward_imports_none_of_its_modules_until_a_name_is_used() 
     before, after = json.loads(result.stdout)
     assert [m for m in before if m.startswith("skillward.")] == []
     assert [m for m in before if m.split(".")[0] in {"pydantic", "mcp", "rich", "yaml"}] == []
-    assert "skillward.config" in after
+    assert "skillward.core.config" in after
     assert stack_in(after) == []
 
 
@@ -143,9 +149,9 @@ import importlib, json, pkgutil
 from pydantic import BaseModel
 import skillward
 
-for module in pkgutil.iter_modules(skillward.__path__):
-    if module.name != "__main__":
-        importlib.import_module("skillward." + module.name)
+for module in pkgutil.walk_packages(skillward.__path__, "skillward."):
+    if module.name != "skillward.__main__":
+        importlib.import_module(module.name)
 
 def subclasses(cls):
     return [c for sub in cls.__subclasses__() for c in (sub, *subclasses(sub))]
@@ -155,7 +161,7 @@ print(json.dumps(sorted(
     for model in subclasses(BaseModel)
     if model.__module__.startswith("skillward.")
     # The SDK's generic request types are built when parametrized, as mcp's own are.
-    and model.__module__ != "skillward._methods"
+    and model.__module__ != "skillward.edge._methods"
     and model.__pydantic_complete__
 )))
 """

@@ -14,7 +14,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from skillward._serverlog import SESSION_MARK
+from skillward.edge._serverlog import SESSION_MARK
 from tests.support.stderr_server import HOSTILE, argv
 from tests.support.trees import build_tree, skill_md, write
 

@@ -16,12 +16,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from skillward.client import Reaper, SkillsClient
-from skillward.config import Limits
-from skillward.errors import DeadlineExceeded
-from skillward.host import HostConfig, SkillHost
-from skillward.server import example_skills_dir
-from skillward.servers import ServerSpec, StdioTransport
+from skillward.core.config import Limits
+from skillward.core.errors import DeadlineExceeded
+from skillward.edge.client import Reaper, SkillsClient
+from skillward.edge.servers import ServerSpec, StdioTransport
+from skillward.host.skillhost import HostConfig, SkillHost
+from skillward.serve.server import example_skills_dir
 from tests.support.misbehaving import deaf_argv
 
 pytestmark = [pytest.mark.anyio, pytest.mark.threat("T44")]

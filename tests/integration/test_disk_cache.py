@@ -18,13 +18,13 @@ from pathlib import Path
 import anyio
 import pytest
 
-from skillward._diskcache import DiskCache
-from skillward._local import LocalSkillDir, discover
-from skillward.config import Limits
-from skillward.context import ContextBlock
-from skillward.errors import SkillNotFound
-from skillward.host import HostConfig, SkillHost
-from skillward.servers import HttpTransport, ServerSpec, StdioTransport
+from skillward.cache._disk import DiskCache
+from skillward.core.config import Limits
+from skillward.core.context import ContextBlock
+from skillward.core.errors import SkillNotFound
+from skillward.edge._local import LocalSkillDir, discover
+from skillward.edge.servers import HttpTransport, ServerSpec, StdioTransport
+from skillward.host.skillhost import HostConfig, SkillHost
 from tests.support.doubles import Approving
 from tests.support.servers import http_server
 from tests.support.trees import skill_md, write

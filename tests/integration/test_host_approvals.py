@@ -9,12 +9,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from skillward._store import FileApprovalStore
-from skillward.approvals import Answer, ApprovalBook, Decision, Question, Scope
-from skillward.context import ContextBlock
-from skillward.errors import ApprovalDenied, SkillChanged
-from skillward.host import SkillHost
-from skillward.servers import InMemoryTransport, ServerSpec
+from skillward.core.context import ContextBlock
+from skillward.core.errors import ApprovalDenied, SkillChanged
+from skillward.edge.servers import InMemoryTransport, ServerSpec
+from skillward.host.skillhost import SkillHost
+from skillward.trust._store import FileApprovalStore
+from skillward.trust.approvals import Answer, ApprovalBook, Decision, Question, Scope
 from tests.support.approvals import Scripted, yes
 from tests.support.hostile import HostileState, build_hostile_server, build_hostile_tree
 from tests.support.keys import MemoryKeys

@@ -13,11 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from skillward._local import LocalSkillDir
-from skillward._store import FileApprovalStore
-from skillward.approvals import Answer, ApprovalBook, Decision, Grants, Scope
-from skillward.audit import AuditTrail, read_events
-from skillward.errors import (
+from skillward.core.errors import (
     ApprovalDenied,
     ConfigError,
     CrossOriginDenied,
@@ -26,9 +22,13 @@ from skillward.errors import (
     ServerRejected,
     SkillChanged,
 )
-from skillward.gates import CrossOriginRequest, ExecutionRequest
-from skillward.host import HostConfig, SkillHost
-from skillward.policy import GrantKind, GrantMode, NoPolicy
+from skillward.edge._local import LocalSkillDir
+from skillward.host.skillhost import HostConfig, SkillHost
+from skillward.trust._store import FileApprovalStore
+from skillward.trust.approvals import Answer, ApprovalBook, Decision, Grants, Scope
+from skillward.trust.audit import AuditTrail, read_events
+from skillward.trust.gates import CrossOriginRequest, ExecutionRequest
+from skillward.trust.policy import GrantKind, GrantMode, NoPolicy
 from tests.support.approvals import Scripted, yes
 from tests.support.doubles import CrossOrigin, Execution
 from tests.support.gated import (

@@ -17,10 +17,8 @@ from typing import Any
 import anyio
 import pytest
 
-from skillward._local import LocalSkillDir
-from skillward.approvals import ActivationRequest, Decision
-from skillward.context import ContextBlock
-from skillward.errors import (
+from skillward.core.context import ContextBlock
+from skillward.core.errors import (
     AmbiguousName,
     ApprovalDenied,
     CrossOriginDenied,
@@ -38,10 +36,17 @@ from skillward.errors import (
     UnlistedResource,
     UnverifiableSkill,
 )
-from skillward.gates import CrossOriginRequest
-from skillward.host import HostConfig, SkillHost
-from skillward.server import SkillCatalog, build_server, build_skills_server, example_skills_dir
-from skillward.servers import HttpTransport, InMemoryTransport, ServerSpec, StdioTransport
+from skillward.edge._local import LocalSkillDir
+from skillward.edge.servers import HttpTransport, InMemoryTransport, ServerSpec, StdioTransport
+from skillward.host.skillhost import HostConfig, SkillHost
+from skillward.serve.server import (
+    SkillCatalog,
+    build_server,
+    build_skills_server,
+    example_skills_dir,
+)
+from skillward.trust.approvals import ActivationRequest, Decision
+from skillward.trust.gates import CrossOriginRequest
 from tests.support.doubles import Approving, CrossOrigin
 from tests.support.hostile import build_hostile_server, build_hostile_tree
 from tests.support.servers import TRANSPORTS, http_server

@@ -21,17 +21,17 @@ import anyio.lowlevel
 import pytest
 from anyio.abc import Process
 
-from skillward._diskcache import DiskCache
-from skillward.config import Limits
-from skillward.errors import (
+from skillward.cache._disk import DiskCache
+from skillward.core.config import Limits
+from skillward.core.errors import (
     DeadlineExceeded,
     ListingRunaway,
     ServerDisconnected,
     TransportError,
 )
-from skillward.host import HostConfig, SkillHost
-from skillward.server import example_skills_dir
-from skillward.servers import HttpTransport, ServerSpec, StdioTransport
+from skillward.edge.servers import HttpTransport, ServerSpec, StdioTransport
+from skillward.host.skillhost import HostConfig, SkillHost
+from skillward.serve.server import example_skills_dir
 from tests.support.doubles import Approving
 from tests.support.servers import http_server, http_server_process
 

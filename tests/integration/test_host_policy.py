@@ -9,17 +9,17 @@ from typing import Any
 import anyio
 import pytest
 
-from skillward._diskcache import DiskCache
-from skillward._store import FileApprovalStore
-from skillward.approvals import ApprovalBook, DenyAll, content_hash
-from skillward.audit import AuditTrail, read_events
-from skillward.cache import NoCache
-from skillward.config import Limits
-from skillward.errors import ApprovalDenied, ConfigError, PolicyDenied
-from skillward.host import HostConfig, SkillHost
-from skillward.policy import EffectivePolicy, Policy
-from skillward.server import build_skills_server
-from skillward.servers import InMemoryTransport, ServerSpec, StdioTransport
+from skillward.cache._disk import DiskCache
+from skillward.cache.seam import NoCache
+from skillward.core.config import Limits
+from skillward.core.errors import ApprovalDenied, ConfigError, PolicyDenied
+from skillward.edge.servers import InMemoryTransport, ServerSpec, StdioTransport
+from skillward.host.skillhost import HostConfig, SkillHost
+from skillward.serve.server import build_skills_server
+from skillward.trust._store import FileApprovalStore
+from skillward.trust.approvals import ApprovalBook, DenyAll, content_hash
+from skillward.trust.audit import AuditTrail, read_events
+from skillward.trust.policy import EffectivePolicy, Policy
 from tests.support.approvals import Scripted
 from tests.support.doubles import Approving
 from tests.support.hostile import HostileState, build_hostile_server, build_hostile_tree

@@ -11,16 +11,16 @@ import anyio
 import pytest
 from mcp.server import Server
 
-from skillward._local import LocalSkillDir
-from skillward.approvals import ActivationRequest, Decision
-from skillward.cache import CacheKey
-from skillward.config import Limits
-from skillward.errors import DigestMismatch, ExecutionDenied, PolicyDenied
-from skillward.gates import ExecutionRequest
-from skillward.host import HostConfig, SkillHost
-from skillward.policy import GrantKind, GrantMode, NoPolicy
-from skillward.server import example_skills_dir
-from skillward.servers import InMemoryTransport, ServerSpec, StdioTransport
+from skillward.cache.seam import CacheKey
+from skillward.core.config import Limits
+from skillward.core.errors import DigestMismatch, ExecutionDenied, PolicyDenied
+from skillward.edge._local import LocalSkillDir
+from skillward.edge.servers import InMemoryTransport, ServerSpec, StdioTransport
+from skillward.host.skillhost import HostConfig, SkillHost
+from skillward.serve.server import example_skills_dir
+from skillward.trust.approvals import ActivationRequest, Decision
+from skillward.trust.gates import ExecutionRequest
+from skillward.trust.policy import GrantKind, GrantMode, NoPolicy
 from tests.support.doubles import Approving, Execution
 from tests.support.hostile import HostileState, build_hostile_server, build_hostile_tree
 from tests.support.trees import skill_md, write
@@ -228,9 +228,9 @@ async def test_an_approver_answering_something_else_than_a_decision_is_a_type_er
 
 
 def test_a_record_has_a_qualified_ref_that_names_it_alone() -> None:
-    from skillward.origins import Origin  # noqa: PLC0415
-    from skillward.registry import SkillRecord  # noqa: PLC0415
-    from skillward.wire import parse_entry  # noqa: PLC0415
+    from skillward.core.origins import Origin  # noqa: PLC0415
+    from skillward.core.registry import SkillRecord  # noqa: PLC0415
+    from skillward.core.wire import parse_entry  # noqa: PLC0415
 
     uri = "skill://acme/refunds/SKILL.md"
     entry = parse_entry(

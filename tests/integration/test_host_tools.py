@@ -11,9 +11,9 @@ import anyio
 import pytest
 from jsonschema import Draft202012Validator
 
-from skillward.host import TOOL_SCHEMAS, SkillHost, ToolStyle
-from skillward.server import build_skills_server
-from skillward.servers import InMemoryTransport, ServerSpec
+from skillward.edge.servers import InMemoryTransport, ServerSpec
+from skillward.host.skillhost import TOOL_SCHEMAS, SkillHost, ToolStyle
+from skillward.serve.server import build_skills_server
 from tests.support.doubles import Approving
 from tests.support.trees import skill_md, write
 

@@ -19,10 +19,8 @@ import pytest
 from mcp import MCPError
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
-from skillward._local import LocalSkillDir
-from skillward.approvals import Decision
-from skillward.context import ContextBlock
-from skillward.errors import (
+from skillward.core.context import ContextBlock
+from skillward.core.errors import (
     CrossOriginDenied,
     DigestMismatch,
     ExecutionDenied,
@@ -31,10 +29,10 @@ from skillward.errors import (
     SkillNotActive,
     UnlistedResource,
 )
-from skillward.gates import CrossOriginRequest
-from skillward.host import HostConfig, SkillHost
-from skillward.policy import NoPolicy
-from skillward.server import (
+from skillward.edge._local import LocalSkillDir
+from skillward.edge.servers import InMemoryTransport, ServerSpec
+from skillward.host.skillhost import HostConfig, SkillHost
+from skillward.serve.server import (
     ServedFile,
     ServedSkill,
     SkillCatalog,
@@ -42,7 +40,9 @@ from skillward.server import (
     build_skills_server,
     example_skills_dir,
 )
-from skillward.servers import InMemoryTransport, ServerSpec
+from skillward.trust.approvals import Decision
+from skillward.trust.gates import CrossOriginRequest
+from skillward.trust.policy import NoPolicy
 from tests.support.doubles import Approving, CrossOrigin, Execution
 from tests.support.hostile import HostileState, build_hostile_server, build_hostile_tree
 from tests.support.trees import skill_md, write
@@ -270,7 +270,7 @@ async def test_a_host_may_opt_in_to_lookups_by_uri(tmp_path: Path) -> None:
 async def test_a_skill_denied_by_policy_has_no_files_to_read(tmp_path: Path) -> None:
     class DenyGood(NoPolicy):
         def check_activation(self, request: Any) -> None:
-            from skillward.errors import PolicyDenied  # noqa: PLC0415
+            from skillward.core.errors import PolicyDenied  # noqa: PLC0415
 
             raise PolicyDenied("not allowed", server=request.record.origin.label)
 

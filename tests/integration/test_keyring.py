@@ -19,10 +19,10 @@ from keyring.backend import KeyringBackend
 from keyring.backends import fail
 from secretstorage.exceptions import ItemNotFoundException, PromptDismissedException
 
-from skillward._keys import ATTEMPTS, OsKeyring
-from skillward._store import VERIFY_ATTEMPTS, FileApprovalStore
-from skillward.approvals import ApprovalBook, Decision, Scope, record_for
-from skillward.errors import RememberUnavailable
+from skillward.core.errors import RememberUnavailable
+from skillward.trust._keys import ATTEMPTS, OsKeyring
+from skillward.trust._store import VERIFY_ATTEMPTS, FileApprovalStore
+from skillward.trust.approvals import ApprovalBook, Decision, Scope, record_for
 from tests.support.approvals import HTTP, Scripted, make_entry, make_request, yes
 from tests.support.secret_service import forget, secret_service_or_skip
 
@@ -60,8 +60,8 @@ def test_the_key_and_counter_live_in_the_secret_service_and_another_process_read
     assert len(key) == 32
     script = (
         "import sys; from pathlib import Path; "
-        "from skillward._store import FileApprovalStore; "
-        "from skillward.origins import SkillKey; "
+        "from skillward.trust._store import FileApprovalStore; "
+        "from skillward.core.origins import SkillKey; "
         "s = FileApprovalStore(Path(sys.argv[1])); "
         "r = s.get(SkillKey('acme', 'skill://acme/billing/refunds/SKILL.md')); "
         "print(r.granted_at if r else None, s.problems)"

@@ -16,10 +16,10 @@ from typing import Any
 import anyio
 import pytest
 
-from skillward.errors import ResponseTooLarge, ServerDisconnected, SizeMismatch
-from skillward.host import SkillHost
-from skillward.server import example_skills_dir
-from skillward.servers import HttpTransport, ServerSpec, StdioTransport
+from skillward.core.errors import ResponseTooLarge, ServerDisconnected, SizeMismatch
+from skillward.edge.servers import HttpTransport, ServerSpec, StdioTransport
+from skillward.host.skillhost import SkillHost
+from skillward.serve.server import example_skills_dir
 from tests.support.doubles import Approving
 from tests.support.listings import REPO_ROOT
 from tests.support.servers import http_server, serve_argv

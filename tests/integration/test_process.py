@@ -17,11 +17,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from skillward._process import Reaper, spawn
-from skillward.client import SkillsClient
-from skillward.config import Limits
-from skillward.errors import DeadlineExceeded
-from skillward.servers import ServerSpec, StdioTransport
+from skillward.core.config import Limits
+from skillward.core.errors import DeadlineExceeded
+from skillward.edge._process import Reaper, spawn
+from skillward.edge.client import SkillsClient
+from skillward.edge.servers import ServerSpec, StdioTransport
 from tests.support.misbehaving import deaf_argv
 
 pytestmark = [pytest.mark.anyio, pytest.mark.threat("T44")]

@@ -16,17 +16,17 @@ from mcp import Client
 from mcp.server import Server
 from pydantic import ValidationError
 
-from skillward.client import SkillsClient
-from skillward.config import Limits
-from skillward.errors import (
+from skillward.core.config import Limits
+from skillward.core.errors import (
     DeadlineExceeded,
     InvalidResponse,
     ServerDisconnected,
     SkillwardError,
     TransportError,
 )
-from skillward.host import _connection_error
-from skillward.servers import HttpTransport, ServerSpec, StdioTransport, parse_mcp_servers
+from skillward.edge.client import SkillsClient
+from skillward.edge.servers import HttpTransport, ServerSpec, StdioTransport, parse_mcp_servers
+from skillward.host.skillhost import _connection_error
 
 pytestmark = pytest.mark.anyio
 SECRET = "s3cr3t-t0ken-9f8e7d"

@@ -9,10 +9,10 @@ import anyio
 import pytest
 from pydantic import ValidationError
 
-from skillward._serverlog import SESSION_MARK
-from skillward.client import SkillsClient
-from skillward.config import Limits
-from skillward.servers import ServerSpec, StdioTransport
+from skillward.core.config import Limits
+from skillward.edge._serverlog import SESSION_MARK
+from skillward.edge.client import SkillsClient
+from skillward.edge.servers import ServerSpec, StdioTransport
 from tests.support.stderr_server import HOSTILE, argv
 from tests.support.trees import build_tree
 

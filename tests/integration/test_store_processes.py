@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from skillward._keys import OsKeyring
-from skillward._store import FileApprovalStore
-from skillward.origins import SkillKey
+from skillward.core.origins import SkillKey
+from skillward.trust._keys import OsKeyring
+from skillward.trust._store import FileApprovalStore
 from tests.support.secret_service import BACKEND_NAME, forget, secret_service_or_skip
 from tests.support.store_worker import store
 

@@ -22,8 +22,7 @@ import anyio.lowlevel
 import pytest
 
 from skillward import SkillHost, SyncSkillHost
-from skillward.approvals import ActivationRequest, Decision
-from skillward.errors import (
+from skillward.core.errors import (
     ConfigError,
     CrossOriginDenied,
     DigestMismatch,
@@ -31,9 +30,10 @@ from skillward.errors import (
     SkillNotFound,
     UsageError,
 )
-from skillward.host import HostConfig
-from skillward.server import SkillCatalog, build_server
-from skillward.servers import InMemoryTransport, ServerSpec, StdioTransport
+from skillward.edge.servers import InMemoryTransport, ServerSpec, StdioTransport
+from skillward.host.skillhost import HostConfig
+from skillward.serve.server import SkillCatalog, build_server
+from skillward.trust.approvals import ActivationRequest, Decision
 from tests.support.doubles import Approving, CrossOrigin, Execution
 from tests.support.trees import skill_md, write
 

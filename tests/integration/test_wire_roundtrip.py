@@ -9,16 +9,16 @@ import anyio
 import pytest
 from mcp.server import Server
 
-from skillward._methods import (
+from skillward.core.errors import CapabilityMissing, ServerRejected
+from skillward.core.verify import sha256_digest
+from skillward.edge._methods import (
     DirectoryReadParams,
     DirectoryReadRequest,
     SkillsGetParams,
     SkillsGetRequest,
 )
-from skillward.client import SkillsClient
-from skillward.errors import CapabilityMissing, ServerRejected
-from skillward.servers import InMemoryTransport, ServerSpec
-from skillward.verify import sha256_digest
+from skillward.edge.client import SkillsClient
+from skillward.edge.servers import InMemoryTransport, ServerSpec
 from tests.support.servers import MODES, TRANSPORTS, serve_tree
 from tests.support.trees import BINARY, BOM_TEXT, CRLF_TEXT, build_tree
 

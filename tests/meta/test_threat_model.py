@@ -57,3 +57,13 @@ def test_every_defended_threat_is_covered_by_a_test() -> None:
 def test_tests_only_name_threats_that_exist() -> None:
     unknown = set(referenced_threats()) - set(threat_table())
     assert not unknown, f"tests name threat IDs missing from SECURITY.md: {sorted(unknown)}"
+
+
+def test_every_threat_names_modules_that_exist() -> None:
+    package = REPO / "src" / "skillward"
+    for line in (REPO / "SECURITY.md").read_text(encoding="utf-8").splitlines():
+        match = ROW.match(line)
+        if match:
+            where = [cell.strip() for cell in match.group(2).split("|")][-2]
+            for module in re.findall(r"`([\w/]+\.py)`", where):
+                assert (package / module).is_file(), f"{match.group(1)} names {module}"

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from skillward.approvals import ActivationRequest, Answer, Decision, Question, Scope
-from skillward.origins import Origin
-from skillward.registry import SkillRecord
-from skillward.verify import sha256_digest
-from skillward.wire import SkillEntry, parse_entry
+from skillward.core.origins import Origin
+from skillward.core.registry import SkillRecord
+from skillward.core.verify import sha256_digest
+from skillward.core.wire import SkillEntry, parse_entry
+from skillward.trust.approvals import ActivationRequest, Answer, Decision, Question, Scope
 
 ROOT = "skill://acme/billing/refunds"
 SKILL_MD = f"{ROOT}/SKILL.md"

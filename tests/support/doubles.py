@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from skillward.approvals import ActivationRequest, Decision
-from skillward.gates import CrossOriginRequest, ExecutionRequest
+from skillward.trust.approvals import ActivationRequest, Decision
+from skillward.trust.gates import CrossOriginRequest, ExecutionRequest
 
 
 @dataclass

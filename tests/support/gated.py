@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from skillward.server import SkillCatalog, build_server
-from skillward.servers import InMemoryTransport, ServerSpec
+from skillward.edge.servers import InMemoryTransport, ServerSpec
+from skillward.serve.server import SkillCatalog, build_server
 from tests.support.trees import skill_md, write
 
 #: What a hostile skill would run, if anything ran it: it creates this file.

@@ -21,13 +21,13 @@ from typing import Any
 from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
-from skillward.server import (
+from skillward.core.verify import sha256_digest
+from skillward.serve.server import (
     ServedFile,
     ServedSkill,
     SkillCatalog,
     build_server,
 )
-from skillward.verify import sha256_digest
 from tests.support.servers import run_server_process
 from tests.support.trees import skill_md, write
 

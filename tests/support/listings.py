@@ -28,11 +28,11 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 
-from skillward._methods import SkillsListParams
-from skillward.config import Limits
-from skillward.errors import SkillwardError
-from skillward.servers import HttpTransport, ServerSpec, StdioTransport
-from skillward.wire import EXTENSION_ID
+from skillward.core.config import Limits
+from skillward.core.errors import SkillwardError
+from skillward.core.wire import EXTENSION_ID
+from skillward.edge._methods import SkillsListParams
+from skillward.edge.servers import HttpTransport, ServerSpec, StdioTransport
 from tests.support.servers import http_server, run_server_process
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -196,7 +196,7 @@ def _reset_peak() -> None:
 
 async def measure(shape: str, over: str = "stdio") -> dict[str, Any]:
     """Walk the listing of ``shape``; the peak growth of resident memory, and the outcome."""
-    from skillward.client import SkillsClient  # noqa: PLC0415 (after the baseline imports)
+    from skillward.edge.client import SkillsClient  # noqa: PLC0415 (after the baseline imports)
 
     outcome: dict[str, Any] = {"shape": shape, "over": over}
     with anyio.fail_after(300):
@@ -224,7 +224,7 @@ async def measure_sdk(shape: str) -> dict[str, Any]:
     from mcp.client.stdio import stdio_client  # noqa: PLC0415
     from pydantic import BaseModel, ConfigDict  # noqa: PLC0415
 
-    from skillward._methods import SkillsListRequest  # noqa: PLC0415
+    from skillward.edge._methods import SkillsListRequest  # noqa: PLC0415
 
     class Raw(BaseModel):
         model_config = ConfigDict(extra="allow")

@@ -41,7 +41,7 @@ import anyio
 from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
-from skillward.server import (
+from skillward.serve.server import (
     SkillCatalog,
     build_server,
 )

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skillward._policyload import load_policy
-from skillward.policy import EffectivePolicy
-from skillward.servers import HttpTransport, ServerSpec, StdioTransport
+from skillward.edge.servers import HttpTransport, ServerSpec, StdioTransport
+from skillward.trust._policyload import load_policy
+from skillward.trust.policy import EffectivePolicy
 
 
 @dataclass

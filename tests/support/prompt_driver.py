@@ -13,11 +13,11 @@ from pathlib import Path
 
 import anyio
 
-from skillward._store import FileApprovalStore
-from skillward.approvals import ActivationRequest, ApprovalBook
-from skillward.origins import Origin
-from skillward.prompts import Terminal, TerminalApprover
-from skillward.registry import SkillRecord
+from skillward.core.origins import Origin
+from skillward.core.registry import SkillRecord
+from skillward.terminal.prompts import Terminal, TerminalApprover
+from skillward.trust._store import FileApprovalStore
+from skillward.trust.approvals import ActivationRequest, ApprovalBook
 from tests.support.approvals import HTTP, make_entry
 from tests.support.keys import FileKeys
 

@@ -14,7 +14,7 @@ import keyring.errors
 import pytest
 from keyring.backends import SecretService
 
-from skillward._keys import SERVICE, OsKeyring
+from skillward.trust._keys import SERVICE, OsKeyring
 
 # keyring's backends are untyped.
 SECRET_SERVICE: Any = SecretService.Keyring

@@ -13,12 +13,17 @@ from typing import Any
 import anyio
 from anyio.abc import Process
 
-from skillward.server import build_skills_server, quiet_transport_logs, serve_http, serve_stdio
-from skillward.servers import (
+from skillward.edge.servers import (
     HttpTransport,
     InMemoryTransport,
     ServerSpec,
     StdioTransport,
+)
+from skillward.serve.server import (
+    build_skills_server,
+    quiet_transport_logs,
+    serve_http,
+    serve_stdio,
 )
 
 TRANSPORTS = ("memory", "stdio", "http")

@@ -22,8 +22,8 @@ import signal
 import sys
 from pathlib import Path
 
-from skillward._store import FileApprovalStore
-from skillward.approvals import ApprovalRecord, Scope, record_for
+from skillward.trust._store import FileApprovalStore
+from skillward.trust.approvals import ApprovalRecord, Scope, record_for
 from tests.support.approvals import make_entry
 from tests.support.keys import FileKeys
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from skillward.frontmatter import allowed_tools
+from skillward.core.frontmatter import allowed_tools
 
 # A tool name with no whitespace and no parentheses.
 NAME = st.text(

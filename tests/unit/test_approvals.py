@@ -10,8 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from skillward._store import FileApprovalStore
-from skillward.approvals import (
+from skillward.core.config import Limits
+from skillward.core.errors import RememberUnavailable
+from skillward.core.origins import SkillKey
+from skillward.core.wire import SkillEntry, parse_entry
+from skillward.trust._store import FileApprovalStore
+from skillward.trust.approvals import (
     ApprovalBook,
     ApprovalRecord,
     Approved,
@@ -22,10 +26,6 @@ from skillward.approvals import (
     assess,
     record_for,
 )
-from skillward.config import Limits
-from skillward.errors import RememberUnavailable
-from skillward.origins import SkillKey
-from skillward.wire import SkillEntry, parse_entry
 from tests.support.approvals import HTTP, SKILL_MD, Scripted, make_entry, make_request, yes
 from tests.support.keys import MemoryKeys
 
@@ -419,7 +419,7 @@ async def test_records_carry_scope_time_policy_version_and_no_grants_by_default(
 
 
 def test_the_content_hash_changes_with_any_file_or_frontmatter_and_not_otherwise() -> None:
-    from skillward.approvals import content_hash  # noqa: PLC0415
+    from skillward.trust.approvals import content_hash  # noqa: PLC0415
 
     base = _entry_for_hash()
     assert content_hash(base) == content_hash(_entry_for_hash())

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 if sys.platform != "win32":
     import fcntl
 
-from skillward.audit import AuditEvent, AuditTrail, parse_duration, read_events, rotated
-from skillward.config import Limits
-from skillward.errors import UsageError
+from skillward.core.config import Limits
+from skillward.core.errors import UsageError
+from skillward.trust.audit import AuditEvent, AuditTrail, parse_duration, read_events, rotated
 
 FIELDS = {
     "time",

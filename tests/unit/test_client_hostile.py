@@ -15,9 +15,8 @@ from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from skillward.client import SkillsClient, _exact_bytes
-from skillward.config import Limits
-from skillward.errors import (
+from skillward.core.config import Limits
+from skillward.core.errors import (
     CapabilityMissing,
     DeadlineExceeded,
     InvalidResponse,
@@ -25,8 +24,9 @@ from skillward.errors import (
     ResponseTooLarge,
     ServerRejected,
 )
-from skillward.servers import InMemoryTransport, ServerSpec
-from skillward.wire import EXTENSION_ID
+from skillward.core.wire import EXTENSION_ID
+from skillward.edge.client import SkillsClient, _exact_bytes
+from skillward.edge.servers import InMemoryTransport, ServerSpec
 
 pytestmark = [pytest.mark.anyio, pytest.mark.threat("T11")]
 

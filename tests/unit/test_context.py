@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skillward import context
-from skillward.context import (
+from skillward.core import context
+from skillward.core.context import (
     CatalogItem,
     ContextBlock,
     catalog_block,
@@ -29,8 +29,8 @@ from skillward.context import (
     resource_block,
     skill_block,
 )
-from skillward.errors import DigestMismatch, UsageError
-from skillward.origins import Origin
+from skillward.core.errors import DigestMismatch, UsageError
+from skillward.core.origins import Origin
 
 ACME = Origin("mcp", "acme", "Acme PDF Tools")
 LOCAL = Origin("local", "project", "/home/user/.agents/skills")
@@ -967,7 +967,9 @@ def test_context_module_does_no_io() -> None:
         elif isinstance(node, ast.ImportFrom) and node.module:
             imported.add(node.module.split(".")[0])
             if node.module.startswith("skillward"):
-                assert node.module in {"skillward.errors", "skillward.origins"}, node.module
+                assert node.module in {"skillward.core.errors", "skillward.core.origins"}, (
+                    node.module
+                )
     assert imported <= allowed, imported - allowed
 
 

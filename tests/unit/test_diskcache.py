@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skillward._diskcache import DiskCache, LabelUsage
-from skillward.cache import CacheKey
-from skillward.config import Limits
-from skillward.errors import ConfigError, UsageError
+from skillward.cache._disk import DiskCache, LabelUsage
+from skillward.cache.seam import CacheKey
+from skillward.core.config import Limits
+from skillward.core.errors import ConfigError, UsageError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HTTP = "http:https://docs.example.com/mcp"
@@ -331,8 +331,8 @@ WRITER = """
 import hashlib, os, sys
 from pathlib import Path
 os.umask(int(sys.argv[2], 8))
-from skillward._diskcache import DiskCache
-from skillward.cache import CacheKey
+from skillward.cache._disk import DiskCache
+from skillward.cache.seam import CacheKey
 cache = DiskCache(Path(sys.argv[1]), discovery=())
 for i in range(int(sys.argv[3])):
     data = hashlib.sha256(b"%d" % i).digest() * (2000 + i)

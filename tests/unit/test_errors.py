@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from skillward import errors
-from skillward.errors import (
+from skillward.core import errors
+from skillward.core.errors import (
     ApprovalDenied,
     ApprovalRequired,
     DigestMismatch,

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from skillward.config import Limits
-from skillward.errors import FrontmatterError, FrontmatterMismatch
-from skillward.frontmatter import (
+from skillward.core.config import Limits
+from skillward.core.errors import FrontmatterError, FrontmatterMismatch
+from skillward.core.frontmatter import (
     JsonValue,
     _build_events,
     _build_simple,

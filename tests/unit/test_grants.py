@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from skillward._store import FileApprovalStore
-from skillward.approvals import (
+from skillward.trust._store import FileApprovalStore
+from skillward.trust.approvals import (
     Answer,
     ApprovalBook,
     ApprovalRecord,
@@ -20,7 +20,7 @@ from skillward.approvals import (
     content_hash,
     record_for,
 )
-from skillward.audit import AuditTrail, read_events
+from skillward.trust.audit import AuditTrail, read_events
 from tests.support.approvals import HTTP, Scripted, make_entry, make_request, yes
 from tests.support.keys import MemoryKeys
 

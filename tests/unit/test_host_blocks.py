@@ -6,9 +6,9 @@ import threading
 
 import pytest
 
-from skillward.context import ContextBlock, file_block
-from skillward.host import _off_loop
-from skillward.origins import Origin
+from skillward.core.context import ContextBlock, file_block
+from skillward.core.origins import Origin
+from skillward.host.skillhost import _off_loop
 
 pytestmark = [pytest.mark.anyio, pytest.mark.threat("T21")]
 

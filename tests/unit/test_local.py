@@ -7,9 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from skillward._local import LocalSkillDir, default_local_dirs, discover, read_local_file
-from skillward.config import Limits
-from skillward.errors import ConfigError, FrontmatterError, InvalidEntry, InvalidUri, UsageError
+from skillward.core.config import Limits
+from skillward.core.errors import (
+    ConfigError,
+    FrontmatterError,
+    InvalidEntry,
+    InvalidUri,
+    UsageError,
+)
+from skillward.edge._local import LocalSkillDir, default_local_dirs, discover, read_local_file
 from tests.support.trees import skill_md, write
 
 LIMITS = Limits()

@@ -13,16 +13,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skillward._policyfile import parse_policy_data
-from skillward._policyload import admin_policy_dir
-from skillward._store import FileApprovalStore
-from skillward.approvals import ActivationRequest, ApprovalRules, Scope, content_hash
-from skillward.config import SEP_MAX_SKILL_BYTES, Limits
-from skillward.errors import PolicyDenied
-from skillward.origins import Origin, SkillKey
-from skillward.policy import EffectivePolicy, GrantKind, NoPolicy, PolicyLayer, _matches
-from skillward.registry import SkillRecord
-from skillward.servers import ServerSpec
+from skillward.core.config import SEP_MAX_SKILL_BYTES, Limits
+from skillward.core.errors import PolicyDenied
+from skillward.core.origins import Origin, SkillKey
+from skillward.core.registry import SkillRecord
+from skillward.edge.servers import ServerSpec
+from skillward.trust._policyfile import parse_policy_data
+from skillward.trust._policyload import admin_policy_dir
+from skillward.trust._store import FileApprovalStore
+from skillward.trust.approvals import ActivationRequest, ApprovalRules, Scope, content_hash
+from skillward.trust.policy import EffectivePolicy, GrantKind, NoPolicy, PolicyLayer, _matches
 from tests.support.approvals import HTTP, make_entry, make_request
 from tests.support.keys import MemoryKeys
 from tests.support.policies import PolicyDirs, http_server, stdio_server
@@ -465,7 +465,7 @@ def test_the_admin_location_is_fixed_whatever_the_environment_says(tmp_path: Pat
         "SKILLWARD_POLICY_DIR": str(tmp_path),
         "SKILLWARD_ADMIN_DIR": str(tmp_path),
     }
-    code = "from skillward._policyload import admin_policy_dir; print(admin_policy_dir())"
+    code = "from skillward.trust._policyload import admin_policy_dir; print(admin_policy_dir())"
     shown = subprocess.run(
         [sys.executable, "-c", code],
         env=env,

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from skillward._store import FileApprovalStore
-from skillward.approvals import (
+from skillward.core.errors import PolicyDenied
+from skillward.trust._store import FileApprovalStore
+from skillward.trust.approvals import (
     ActivationRequest,
     ApprovalBook,
     ApprovalRules,
@@ -16,7 +17,6 @@ from skillward.approvals import (
     Grants,
     Scope,
 )
-from skillward.errors import PolicyDenied
 from tests.support.approvals import Scripted, make_entry, make_request, yes
 from tests.support.keys import MemoryKeys
 from tests.support.policies import PolicyDirs

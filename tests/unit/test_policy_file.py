@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skillward._policyfile import (
+from skillward.core.config import SEP_MAX_SKILL_BYTES
+from skillward.trust._policyfile import (
     TABLES,
     PolicyFile,
     parse_policy,
@@ -20,7 +21,6 @@ from skillward._policyfile import (
     policy_keys,
     policy_schema,
 )
-from skillward.config import SEP_MAX_SKILL_BYTES
 
 REPO = Path(__file__).resolve().parents[2]
 DIGEST = "sha256:" + "ab" * 32

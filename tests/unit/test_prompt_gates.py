@@ -8,17 +8,17 @@ from typing import Any
 
 import pytest
 
-from skillward.approvals import ActivationRequest, Decision, Grants, Question, Scope
-from skillward.gates import CrossOriginRequest, ExecutionRequest
-from skillward.origins import Origin, SkillKey
-from skillward.prompts import (
+from skillward.core.origins import Origin, SkillKey
+from skillward.core.registry import SkillRecord
+from skillward.core.wire import parse_entry
+from skillward.terminal.prompts import (
     Terminal,
     TerminalApprover,
     TerminalCrossOriginGate,
     TerminalExecutionGate,
 )
-from skillward.registry import SkillRecord
-from skillward.wire import parse_entry
+from skillward.trust.approvals import ActivationRequest, Decision, Grants, Question, Scope
+from skillward.trust.gates import CrossOriginRequest, ExecutionRequest
 
 pytestmark = pytest.mark.anyio
 

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from skillward.approvals import ActivationRequest, Change, Decision, Question, Scope
-from skillward.context import CatalogItem
-from skillward.errors import NoTerminal
-from skillward.origins import Origin, SkillKey
-from skillward.prompts import NO_TERMINAL, Terminal, TerminalApprover
-from skillward.registry import SkillRecord
-from skillward.wire import parse_entry
+from skillward.core.context import CatalogItem
+from skillward.core.errors import NoTerminal
+from skillward.core.origins import Origin, SkillKey
+from skillward.core.registry import SkillRecord
+from skillward.core.wire import parse_entry
+from skillward.terminal.prompts import NO_TERMINAL, Terminal, TerminalApprover
+from skillward.trust.approvals import ActivationRequest, Change, Decision, Question, Scope
 
 DIGEST = "sha256:" + "a" * 64
 HOSTILE = "Refunds \x1b[2J\x1b[31m[bold red]APPROVED[/bold red]\u202e evil"

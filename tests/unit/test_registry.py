@@ -6,11 +6,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from skillward.errors import AmbiguousName, ConfigError, SkillNotFound, UnknownServer, UsageError
-from skillward.origins import Origin, SkillKey
-from skillward.registry import Registry, SkillRecord, parse_reference
-from skillward.servers import normalise_label
-from skillward.wire import parse_entry
+from skillward.core.errors import (
+    AmbiguousName,
+    ConfigError,
+    SkillNotFound,
+    UnknownServer,
+    UsageError,
+)
+from skillward.core.labels import normalise_label
+from skillward.core.origins import Origin, SkillKey
+from skillward.core.registry import Registry, SkillRecord, parse_reference
+from skillward.core.wire import parse_entry
 
 DIGEST = "sha256:" + "a" * 64
 

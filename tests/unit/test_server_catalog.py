@@ -13,26 +13,26 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from skillward._tree import (
+from skillward.core.config import Limits
+from skillward.core.errors import ServerRejected
+from skillward.core.verify import sha256_digest
+from skillward.core.wire import parse_entry
+from skillward.edge._tree import (
     FileTooLarge,
     encode_segment,
     find_skill_dirs,
     read_regular_file,
     walk_files,
 )
-from skillward.client import SkillsClient
-from skillward.config import Limits
-from skillward.errors import ServerRejected
-from skillward.server import (
+from skillward.edge.client import SkillsClient
+from skillward.edge.servers import InMemoryTransport, ServerSpec
+from skillward.serve.server import (
     ServedSkill,
     SkillCatalog,
     SkillsServer,
     build_server,
     example_skills_dir,
 )
-from skillward.servers import InMemoryTransport, ServerSpec
-from skillward.verify import sha256_digest
-from skillward.wire import parse_entry
 from tests.support.trees import build_tree, skill_md, write
 
 

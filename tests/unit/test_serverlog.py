@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from skillward._dirs import server_log_dir
-from skillward._local import default_local_dirs
-from skillward._serverlog import LogWriter, Scrubber, escaped_lines, log_path, read_log
-from skillward.errors import ConfigError
+from skillward.core.errors import ConfigError
+from skillward.edge._dirs import server_log_dir
+from skillward.edge._local import default_local_dirs
+from skillward.edge._serverlog import LogWriter, Scrubber, escaped_lines, log_path, read_log
 from tests.support.stderr_server import HOSTILE
 
 

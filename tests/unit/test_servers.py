@@ -10,15 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from skillward.errors import ConfigError
-from skillward.servers import (
+from skillward.core.errors import ConfigError
+from skillward.core.labels import check_label, normalise_label
+from skillward.edge.servers import (
     HttpTransport,
     InMemoryTransport,
     ServerSpec,
     StdioTransport,
-    check_label,
     load_mcp_servers,
-    normalise_label,
     parse_mcp_servers,
     parse_server_option,
 )

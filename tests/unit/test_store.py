@@ -8,11 +8,11 @@ from pathlib import Path
 import filelock
 import pytest
 
-from skillward._store import FileApprovalStore
-from skillward.approvals import ApprovalRecord, Scope, record_for
-from skillward.config import Limits
-from skillward.errors import RememberUnavailable, StoreTampered
-from skillward.origins import SkillKey
+from skillward.core.config import Limits
+from skillward.core.errors import RememberUnavailable, StoreTampered
+from skillward.core.origins import SkillKey
+from skillward.trust._store import FileApprovalStore
+from skillward.trust.approvals import ApprovalRecord, Scope, record_for
 from tests.support.approvals import HTTP, make_entry
 from tests.support.keys import MemoryKeys
 

@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp.shared.message import SessionMessage
 
-from skillward._transport import Faults, Refused, _Caps, _nodes, oversized, read_lines
-from skillward.config import Limits
-from skillward.errors import InvalidResponse, ResponseTooLarge
+from skillward.core.config import Limits
+from skillward.core.errors import InvalidResponse, ResponseTooLarge
+from skillward.edge._transport import Faults, Refused, _Caps, _nodes, oversized, read_lines
 
 pytestmark = pytest.mark.threat("T43")
 

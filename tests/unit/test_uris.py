@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from skillward.errors import InvalidUri
-from skillward.uris import (
+from skillward.core.errors import InvalidUri
+from skillward.core.uris import (
     ResourceUri,
     SkillRoot,
     _parse_uri_slow,

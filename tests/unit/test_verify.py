@@ -6,15 +6,15 @@ from typing import Any
 
 import pytest
 
-from skillward.errors import (
+from skillward.core.errors import (
     DigestMismatch,
     FrontmatterError,
     FrontmatterMismatch,
     SizeMismatch,
     UnlistedResource,
 )
-from skillward.verify import manifest_item, sha256_digest, verify_file, verify_skill_md
-from skillward.wire import ResourceItem, SkillEntry, parse_entry
+from skillward.core.verify import manifest_item, sha256_digest, verify_file, verify_skill_md
+from skillward.core.wire import ResourceItem, SkillEntry, parse_entry
 
 SKILL_MD = b"---\nname: refunds\ndescription: Refund policy\nlicense: MIT\n---\n# Refunds\n"
 GUIDE = b"guide\r\n"

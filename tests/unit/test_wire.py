@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from skillward.config import Limits
-from skillward.errors import ConfigError, InvalidEntry, InvalidResponse, SkillTooLarge
-from skillward.wire import (
+from skillward.core.config import Limits
+from skillward.core.errors import ConfigError, InvalidEntry, InvalidResponse, SkillTooLarge
+from skillward.core.wire import (
     DirectoryReadResult,
     GetSkillResult,
     SkillEntry,

@@ -1,0 +1,379 @@
+"""The skill registry: per-origin namespaces, name resolution, and collisions.
+
+Skills are keyed by (origin label, locator), never by name or URI alone. A
+reference resolves like this:
+
+* ``LABEL:NAME``, ``LABEL:SKILL-PATH`` (``acme:acme/billing/refunds``) or
+  ``LABEL:URI`` (``acme:skill://acme/billing/refunds/SKILL.md``) look only in
+  that origin. ``LABEL`` may be spelled as the servers file spells the name
+  (``brave_search``, ``My Server``): it goes through the same
+  :func:`~skillward.core.labels.normalise_label`, and names only the origin whose label
+  is exactly the result. An unknown label is an error naming the nearest known one;
+  it is never guessed;
+* a bare ``NAME`` (or skill path, or URI) resolves only when exactly one skill
+  anywhere matches it. Otherwise :class:`~skillward.core.errors.AmbiguousName` lists
+  the qualified candidates.
+
+Nothing ever shadows anything: two origins (or two entries of one listing) with
+the same name are both kept, both reported by :meth:`Registry.collisions`, and
+both reachable by their qualified references.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from skillward.core.errors import (
+    AmbiguousName,
+    ConfigError,
+    InvalidEntry,
+    SkillNotFound,
+    SkillTooLarge,
+    SkillwardError,
+    UnknownServer,
+    UsageError,
+)
+from skillward.core.labels import check_label, normalise_label
+from skillward.core.origins import Origin, SkillKey
+from skillward.core.uris import fold_collisions, fold_key
+from skillward.core.wire import SkillEntry
+
+__all__ = [
+    "Collision",
+    "Declined",
+    "Reference",
+    "Registry",
+    "SkillRecord",
+    "nearest_label",
+    "parse_reference",
+    "unknown_label",
+]
+
+_URI_START = re.compile(r"[a-z][a-z0-9+.\-]*://")
+
+
+@dataclass(frozen=True, slots=True)
+class SkillRecord:
+    """One skill the host knows of, and where it came from."""
+
+    key: SkillKey
+    origin: Origin
+    name: str
+    description: str
+    #: The skill path (``acme/billing/refunds``) for MCP; the relative directory for local.
+    path: str
+    #: The listing (or ``skills/get``) entry, for an MCP skill.
+    entry: SkillEntry | None = None
+    #: The skill's directory, for a local skill.
+    directory: str | None = None
+    #: False for a skill reached by URI alone, confirmed with ``skills/get``.
+    listed: bool = True
+
+    @property
+    def qualified(self) -> str:
+        """A reference that names this skill alone, whatever else is known.
+
+        ``LABEL:URI`` for an MCP skill, ``LABEL:PATH`` for a local one. The catalog
+        shows shorter forms where they are unambiguous (:meth:`Registry.display_ref`).
+        """
+        return f"{self.origin.label}:{self.key.locator}"
+
+    @classmethod
+    def from_entry(cls, origin: Origin, entry: SkillEntry, *, listed: bool = True) -> SkillRecord:
+        return cls(
+            key=SkillKey(origin.label, entry.uri),
+            origin=origin,
+            name=entry.name,
+            description=entry.description,
+            path=entry.root.skill_path,
+            entry=entry,
+            listed=listed,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Declined:
+    """An entry the host refused to register, and why (shown to people, not hidden)."""
+
+    origin: Origin
+    error: InvalidEntry | SkillTooLarge | SkillwardError
+
+    def matches(self, ref: Reference) -> bool:
+        """Whether ``ref`` names this declined entry, judging from its URI alone."""
+        uri = self.error.uri
+        return uri is not None and ref.names(self.origin.label, uri)
+
+
+@dataclass(frozen=True, slots=True)
+class Collision:
+    """Something a person should see: names that clash, or a server imitating another."""
+
+    kind: Literal["name", "folded", "label-imitation"]
+    subject: str
+    members: tuple[str, ...]
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A parsed skill reference."""
+
+    label: str | None
+    kind: Literal["name", "path", "uri"]
+    value: str
+
+    def names(self, label: str, uri: str) -> bool:
+        """Whether this names the skill at ``uri`` (its ``SKILL.md``) under ``label``,
+        judging from the URI alone: its skill path, and the path's last segment as the
+        name (SEP-2640 makes the two equal)."""
+        if self.label is not None and self.label != label:
+            return False
+        if self.kind == "uri":
+            return uri == self.value
+        skill_path = uri.partition("://")[2].removesuffix("/SKILL.md")
+        if self.kind == "path":
+            return skill_path == self.value
+        return skill_path.rsplit("/", 1)[-1] == self.value
+
+
+def parse_reference(text: str) -> Reference:
+    """Parse ``NAME``, ``PATH``, ``URI`` or any of them qualified as ``LABEL:...``.
+
+    ``LABEL`` is normalised as servers files' names are (``brave_search:deploy`` is
+    ``brave-search:deploy``), so a person can write the name they configured.
+    """
+    if not isinstance(text, str) or not text or len(text) > 2048:
+        raise UsageError("a skill reference must be a non-empty string")
+    label: str | None = None
+    rest = text
+    if not _URI_START.match(text) and ":" in text:
+        written, _, rest = text.partition(":")
+        try:
+            label = normalise_label(written)
+        except ConfigError:
+            raise UsageError(
+                f"{text!r} is not a skill reference: {written!r} is not a server label"
+            ) from None
+        if not rest:
+            raise UsageError(f"{text!r} names a server but no skill")
+    if _URI_START.match(rest):
+        return Reference(label, "uri", rest)
+    if "/" in rest:
+        path = rest.strip("/")
+        if not path:
+            raise UsageError(f"{text!r} names no skill path")
+        return Reference(label, "path", path)
+    return Reference(label, "name", rest)
+
+
+#: How many known labels an unknown-label error lists.
+_LABELS_SHOWN = 12
+
+
+def nearest_label(label: str, known: Iterable[str]) -> str | None:
+    """The one of ``known`` that ``label`` is most likely a slip for, if any is close.
+
+    A suggestion for people only: a reference never resolves to it.
+    """
+    near = difflib.get_close_matches(label, sorted(set(known)), n=1)
+    return near[0] if near else None
+
+
+def unknown_label(label: str, known: Iterable[str], message: str) -> UnknownServer:
+    """UnknownServer for ``label``, naming the nearest of the ``known`` labels
+    (:func:`nearest_label`) and listing them in the hint."""
+    labels = sorted(set(known))
+    near = nearest_label(label, labels)
+    if near is not None:
+        message += f"; did you mean {near!r}?"
+    if not labels:
+        return UnknownServer(
+            message, hint="None is known here: no server is connected, no skill directory added."
+        )
+    shown = ", ".join(labels[:_LABELS_SHOWN]) + (", ..." if len(labels) > _LABELS_SHOWN else "")
+    return UnknownServer(message, hint=f"The labels known here: {shown}.")
+
+
+class Registry:
+    """Every origin's skills, keyed by (origin label, locator)."""
+
+    def __init__(self) -> None:
+        self._origins: dict[str, Origin] = {}
+        self._records: dict[SkillKey, SkillRecord] = {}
+        self._declined: dict[str, list[Declined]] = defaultdict(list)
+        # Name -> keys, so name lookups stay linear in the catalog, not quadratic.
+        self._names: dict[str, set[SkillKey]] = defaultdict(set)
+
+    # --- maintenance ----------------------------------------------------------------
+
+    def set_origin(
+        self,
+        origin: Origin,
+        records: Iterable[SkillRecord],
+        declined: Iterable[Declined] = (),
+    ) -> None:
+        """Replace everything known about ``origin`` with ``records``."""
+        check_label(origin.label)
+        existing = self._origins.get(origin.label)
+        if existing is not None and existing.kind != origin.kind:
+            raise ConfigError(f"label {origin.label!r} is already used by a {existing.kind} origin")
+        self.remove_origin(origin.label)
+        self._origins[origin.label] = origin
+        for record in records:
+            self.put(record)
+        self._declined[origin.label] = list(declined)
+
+    def put(self, record: SkillRecord) -> None:
+        """Add or replace one record (for example an unlisted skill, or a refreshed entry)."""
+        if record.origin.label not in self._origins:
+            raise UnknownServer(f"no origin labelled {record.origin.label!r}")
+        self._forget(record.key)
+        self._records[record.key] = record
+        self._names[record.name].add(record.key)
+
+    def _forget(self, key: SkillKey) -> None:
+        old = self._records.pop(key, None)
+        if old is not None:
+            self._names[old.name].discard(key)
+            if not self._names[old.name]:
+                del self._names[old.name]
+
+    def remove_origin(self, label: str) -> None:
+        self._origins.pop(label, None)
+        self._declined.pop(label, None)
+        for key in [k for k in self._records if k.origin == label]:
+            self._forget(key)
+
+    # --- queries ------------------------------------------------------------------------
+
+    def origin(self, label: str) -> Origin:
+        origin = self._origins.get(label)
+        if origin is None:
+            raise unknown_label(
+                label, self._origins, f"no server or skill directory is labelled {label!r}"
+            )
+        return origin
+
+    def origins(self) -> list[Origin]:
+        return [self._origins[label] for label in sorted(self._origins)]
+
+    def get(self, key: SkillKey) -> SkillRecord | None:
+        return self._records.get(key)
+
+    def records(self) -> list[SkillRecord]:
+        return sorted(self._records.values(), key=lambda r: (r.origin.label, r.path, r.key.locator))
+
+    def declined(self) -> list[Declined]:
+        return [d for label in sorted(self._declined) for d in self._declined[label]]
+
+    def qualified_ref(self, record: SkillRecord) -> str:
+        """The shortest qualified reference that resolves to ``record`` alone.
+
+        ``LABEL:NAME``; ``LABEL:PATH`` when the origin has the name more than once;
+        ``LABEL:URI`` when even the path is shared (entries that differ only in their
+        URI scheme).
+        """
+        label = record.origin.label
+        namesakes = self._names.get(record.name, set())
+        if sum(key.origin == label for key in namesakes) <= 1:
+            return f"{label}:{record.name}"
+        same_path = [
+            key
+            for key in namesakes
+            if key.origin == label and self._records[key].path == record.path
+        ]
+        if len(same_path) <= 1 or not record.origin.is_mcp:
+            return f"{label}:{record.path}"
+        return f"{label}:{record.key.locator}"
+
+    def display_ref(self, record: SkillRecord) -> str:
+        """The bare name when no other skill anywhere shares it, else the qualified form."""
+        if len(self._names.get(record.name, ())) > 1:
+            return self.qualified_ref(record)
+        return record.name
+
+    def resolve(self, reference: str | Reference) -> SkillRecord:
+        """The one skill ``reference`` names, or raise; never guesses between origins."""
+        ref = reference if isinstance(reference, Reference) else parse_reference(reference)
+        pool = list(self._records.values())
+        if ref.label is not None:
+            self.origin(ref.label)
+            pool = [r for r in pool if r.origin.label == ref.label]
+        if ref.kind == "name":
+            keys = self._names.get(ref.value, set())
+            matches = [r for r in pool if r.key in keys]
+        elif ref.kind == "path":
+            matches = [r for r in pool if r.path == ref.value]
+        else:
+            matches = [r for r in pool if r.origin.is_mcp and r.key.locator == ref.value]
+        if len(matches) == 1:
+            return matches[0]
+        shown = f"{ref.label}:{ref.value}" if ref.label else ref.value
+        if not matches:
+            for declined in self.declined():
+                if declined.matches(ref):
+                    # A declined skill says why, rather than seeming not to exist.
+                    raise declined.error
+            raise SkillNotFound(f"no skill matches {shown!r}")
+        candidates = sorted(self.qualified_ref(r) for r in matches)
+        raise AmbiguousName(
+            f"{shown!r} matches {len(matches)} skills; name one of them exactly",
+            candidates=candidates,
+        )
+
+    def collisions(self) -> list[Collision]:
+        """Everything a person should be shown: shared names, look-alikes, imitated labels."""
+        found: list[Collision] = []
+        by_name: dict[str, list[SkillRecord]] = defaultdict(list)
+        for record in self._records.values():
+            by_name[record.name].append(record)
+        for name in sorted(by_name):
+            group = by_name[name]
+            if len(group) > 1:
+                members = tuple(sorted(self.qualified_ref(r) for r in group))
+                origins = sorted({r.origin.label for r in group})
+                found.append(
+                    Collision(
+                        "name",
+                        name,
+                        members,
+                        f"{len(group)} skills are named {name!r} (in {', '.join(origins)}); "
+                        "none shadows another, use the qualified names",
+                    )
+                )
+        paths: dict[str, list[SkillRecord]] = defaultdict(list)
+        for record in self._records.values():
+            paths[record.path].append(record)
+        for alike in fold_collisions(paths):
+            # Every record at every look-alike path, not one per path.
+            members = tuple(sorted(self.qualified_ref(r) for p in alike for r in paths[p]))
+            found.append(
+                Collision(
+                    "folded",
+                    fold_key(alike[0]),
+                    members,
+                    "skill paths that differ only in case or Unicode form: " + ", ".join(alike),
+                )
+            )
+        labels = {fold_key(label): label for label in self._origins}
+        for origin in self.origins():
+            if not origin.is_mcp or not origin.detail:
+                continue
+            imitated = labels.get(fold_key(origin.detail))
+            if imitated is not None and imitated != origin.label:
+                found.append(
+                    Collision(
+                        "label-imitation",
+                        imitated,
+                        (origin.label,),
+                        f"server {origin.label!r} reports the name {origin.detail[:80]!r}, "
+                        f"which is the label of another origin ({imitated!r}); "
+                        "self-reported names are not identities",
+                    )
+                )
+        return found

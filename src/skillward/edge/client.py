@@ -1,0 +1,646 @@
+"""The client edge: the module that speaks to MCP servers.
+
+:class:`SkillsClient` wraps one ``mcp.Client`` session with one server and
+speaks the SEP-2640 methods, over the transports of ``_transport`` (which cap every
+message before it is parsed). It is deliberately narrow:
+
+* every call checks capability negotiation first (the extension *and*
+  ``resources``; ``directoryRead`` for directory reads) and raises
+  :class:`~skillward.core.errors.CapabilityMissing` otherwise;
+* the handshake, and every operation (a whole listing walk included), runs under
+  one overall deadline, so a stalling server cannot hold the host;
+* listing and directory walks are bounded in pages, entries, files and bytes
+  (checked before a page's entries are built) and refuse repeated cursors;
+* reads return the exact raw bytes, bypass the SDK's response cache, and cap
+  the size before decoding;
+* every foreign exception becomes a :class:`~skillward.core.errors.SkillwardError`
+  naming the server label.
+
+Nothing here decides trust: results are parsed into the wire model and handed
+to the host, which verifies them.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import math
+import traceback
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import anyio
+import anyio.lowlevel
+import mcp_types as types
+from mcp import Client, MCPError
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from skillward._version import __version__
+from skillward.core.config import Limits
+from skillward.core.errors import (
+    CapabilityMissing,
+    DeadlineExceeded,
+    InvalidEntry,
+    InvalidResponse,
+    ListingRunaway,
+    ResponseTooLarge,
+    ServerDisconnected,
+    ServerRejected,
+    SkillTooLarge,
+    SkillwardError,
+    TransportError,
+)
+from skillward.core.wire import (
+    EXTENSION_ID,
+    DirectoryChild,
+    DirectoryReadResult,
+    GetSkillResult,
+    SkillEntry,
+    SkillsCapability,
+    SkillsPage,
+    json_size,
+    parse_skills_page,
+)
+from skillward.edge import _process, _transport
+from skillward.edge._methods import (
+    DirectoryReadParams,
+    DirectoryReadRequest,
+    SkillsGetParams,
+    SkillsGetRequest,
+    SkillsListParams,
+    SkillsListRequest,
+)
+from skillward.edge.servers import (
+    HttpTransport,
+    InMemoryTransport,
+    ServerSpec,
+    StdioTransport,
+    redact,
+)
+
+__all__ = ["Reaper", "SkillListing", "SkillsClient", "leaves", "translate"]
+
+#: Where stdio servers' processes are stopped (see :meth:`SkillsClient.connect`).
+Reaper = _process.Reaper
+
+logger = logging.getLogger("skillward")
+
+_MAX_CURSOR = 4096
+
+
+class _RawResult(BaseModel):
+    """Any result object, kept as received; skillward validates it itself."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+
+@dataclass(slots=True)
+class _Spent:
+    """What one listing walk has taken so far, held against the Limits."""
+
+    bytes: int = 0
+    entries: int = 0
+    files: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SkillListing:
+    """A whole ``skills/list`` walk: valid entries, refused ones, and the first page's hints."""
+
+    entries: tuple[SkillEntry, ...]
+    rejected: tuple[InvalidEntry | SkillTooLarge, ...]
+    pages: int
+    ttl_ms: int | None
+    cache_scope: str | None
+
+
+def _target(
+    spec: ServerSpec,
+    limits: Limits,
+    faults: _transport.Faults,
+    reaper: Reaper | None,
+    child: _process.Child | None,
+) -> Any:
+    transport = spec.transport
+    if isinstance(transport, StdioTransport):
+        return _transport.stdio(
+            spec, transport, limits=limits, faults=faults, reaper=reaper, child=child
+        )
+    if isinstance(transport, HttpTransport):
+        return _transport.http(transport, limits=limits, faults=faults)
+    if isinstance(transport, InMemoryTransport):
+        return transport.server
+    raise AssertionError(f"unknown transport {transport!r}")  # pragma: no cover
+
+
+def leaves(error: BaseException) -> list[BaseException]:
+    """The exceptions inside ``error``, exception groups flattened."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in leaves(inner)]
+    return [error]
+
+
+def _reraise(
+    error: BaseException,
+    *,
+    server: str,
+    uri: str | None = None,
+    secrets: tuple[str, ...] = (),
+    faults: _transport.Faults | None = None,
+) -> NoReturn:
+    """Raise ``error`` as a SkillwardError; cancellation and interrupts keep their meaning."""
+    found = leaves(error)
+    if any(not isinstance(leaf, Exception) for leaf in found):
+        raise error
+    translated = _translate(found, error, server=server, uri=uri, secrets=secrets, faults=faults)
+    cause = _cause(error, secrets)
+    if translated is error:
+        if cause is None:
+            raise error from None  # what it was chained to quotes a secret
+        raise error
+    raise translated from cause
+
+
+def _cause(error: BaseException, secrets: tuple[str, ...]) -> BaseException | None:
+    """What a translation of ``error`` is chained to: ``error``, or None when its traceback
+    quotes a secret (a server echoed it), which keeps the secret out of every traceback."""
+    if secrets:
+        original = "".join(traceback.format_exception(error))
+        if redact(original, secrets) != original:
+            return None
+    return error
+
+
+def translate(
+    error: BaseException,
+    *,
+    server: str,
+    secrets: tuple[str, ...] = (),
+    ended: bool = False,
+) -> SkillwardError:
+    """``error`` (a foreign exception, or a group of them) as a SkillwardError naming
+    ``server``, its text cleaned of ``secrets``. ``ended``: the connection is over, so a
+    failure of no known kind is :class:`~skillward.core.errors.ServerDisconnected`."""
+    return _translate(leaves(error), error, server=server, uri=None, secrets=secrets, ended=ended)
+
+
+def _translate(
+    leaves: list[BaseException],
+    error: BaseException,
+    *,
+    server: str,
+    uri: str | None,
+    secrets: tuple[str, ...] = (),
+    ended: bool = False,
+    faults: _transport.Faults | None = None,
+) -> SkillwardError:
+    """Map a foreign exception to the skillward hierarchy."""
+    for leaf in leaves:
+        if isinstance(leaf, SkillwardError):
+            leaf.message = redact(leaf.message, secrets)
+            return leaf.with_context(server=server, uri=uri)
+    faults = faults or _transport.Faults()
+    for leaf in leaves:
+        # A message the transport refused: whatever the SDK made of it, it is that.
+        refused = faults.explain(leaf)
+        if refused is not None:
+            return refused.with_context(server=server, uri=uri)
+    leaf = leaves[0] if leaves else error
+    if isinstance(leaf, MCPError):
+        if leaf.code == types.CONNECTION_CLOSED:
+            return ServerDisconnected("the connection closed", server=server, uri=uri)
+        if leaf.code == types.REQUEST_TIMEOUT:
+            return DeadlineExceeded("the server did not answer in time", server=server, uri=uri)
+        message = redact(str(leaf.message), secrets)[:500]
+        return ServerRejected(message, code=leaf.code, server=server, uri=uri)
+    if isinstance(leaf, TimeoutError):
+        return DeadlineExceeded("the operation did not finish in time", server=server, uri=uri)
+    if isinstance(leaf, ValidationError):
+        return InvalidResponse("the server's result is malformed", server=server, uri=uri)
+    detail = redact(str(leaf), secrets)[:300] or type(leaf).__name__
+    if ended:
+        return ServerDisconnected(f"the connection failed: {detail}", server=server, uri=uri)
+    return TransportError(f"cannot talk to the server: {detail}", server=server, uri=uri)
+
+
+class SkillsClient:
+    """One connected server, spoken to in SEP-2640 terms. Use :meth:`connect`."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        label: str,
+        limits: Limits,
+        secrets: tuple[str, ...] = (),
+        faults: _transport.Faults | None = None,
+    ) -> None:
+        self._client = client
+        self.label = label
+        self.limits = limits
+        self._secrets = secrets
+        self._faults = faults or _transport.Faults()
+
+    @classmethod
+    @asynccontextmanager
+    async def connect(
+        cls,
+        spec: ServerSpec,
+        *,
+        limits: Limits | None = None,
+        reaper: Reaper | None = None,
+        child: _process.Child | None = None,
+    ) -> AsyncIterator[SkillsClient]:
+        """Connect to ``spec`` and negotiate, within ``Limits.operation_timeout``; the
+        session closes when the block ends.
+
+        A stdio server's process runs in a task of ``reaper`` and is stopped there when
+        the session ends (stdin closed, then SIGTERM, then SIGKILL, each after
+        ``Limits.exit_timeout``; SIGTERM at once after a deadline), so leaving the block
+        never waits for it. Without a reaper, leaving the block waits for that.
+
+        ``child``: the stdio server's process, started already (:func:`_process.spawn`,
+        so that it starts while this module is imported). The session adopts it; it is
+        released when the block ends, whichever way it ends.
+        """
+        try:
+            async with cls._session(spec, limits or Limits(), reaper, child) as connected:
+                yield connected
+        finally:
+            if child is not None:
+                child.release(polite=False)  # a no-op once the session released it
+
+    @classmethod
+    @asynccontextmanager
+    async def _session(
+        cls,
+        spec: ServerSpec,
+        limits: Limits,
+        reaper: Reaper | None,
+        child: _process.Child | None,
+    ) -> AsyncIterator[SkillsClient]:
+        faults = _transport.Faults()
+        client = Client(
+            _target(spec, limits, faults, reaper, child),
+            mode=spec.mode,
+            # Bounds every single request, the handshake included.
+            read_timeout_seconds=limits.request_timeout,
+            # Every answer must come from the server, never from a response cache.
+            cache=None,
+            client_info=types.Implementation(name="skillward", version=__version__),
+        )
+        timeout = limits.operation_timeout
+        # The SDK's discovery probe has a clock of its own (10 s): the whole handshake
+        # gets the operation deadline, lifted once it is done.
+        handshake = anyio.CancelScope(deadline=anyio.current_time() + timeout)
+        late = f"the server did not complete the handshake within {timeout:g} s"
+        body_error: BaseException | None = None
+        try:
+            with handshake:
+                async with client:
+                    handshake.deadline = math.inf
+                    _check_in_time(handshake, late, spec.label)
+                    try:
+                        yield cls(
+                            client,
+                            label=spec.label,
+                            limits=limits,
+                            secrets=spec.secret_values(),
+                            faults=faults,
+                        )
+                    except BaseException as error:
+                        body_error = error
+                        raise
+        except BaseException as error:
+            if body_error is not None:
+                # The caller's own exception (perhaps wrapped by the SDK): never relabel it.
+                if error is body_error or body_error not in leaves(error):
+                    raise
+                raise body_error from None
+            if handshake.cancel_called:
+                # The deadline fired; the SDK may surface that as any error at all.
+                raise DeadlineExceeded(late, server=spec.label) from _cause(
+                    error, spec.secret_values()
+                )
+            _reraise(error, server=spec.label, secrets=spec.secret_values(), faults=faults)
+        if handshake.cancelled_caught:
+            raise DeadlineExceeded(late, server=spec.label)
+
+    @property
+    def ended(self) -> SkillwardError | None:
+        """Why the transport ended the connection (a message past a cap), if it did."""
+        ended = self._faults.ended
+        return None if ended is None else type(ended)(ended.message, server=self.label)
+
+    # --- what the server said about itself -------------------------------------------
+
+    @property
+    def protocol_version(self) -> str | None:
+        return self._client.protocol_version
+
+    @property
+    def server_name(self) -> str | None:
+        """``serverInfo.name`` as the server reported it. Unverified: never use it as a key."""
+        info = self._client.server_info
+        return info.name if info is not None else None
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's ``instructions``: untrusted text."""
+        return self._client.instructions
+
+    def capability(self) -> SkillsCapability:
+        """The skills extension settings; raise unless the extension and resources are declared."""
+        capabilities = self._client.server_capabilities
+        extensions = capabilities.extensions if capabilities is not None else None
+        setting = extensions.get(EXTENSION_ID) if extensions else None
+        if setting is None:
+            raise CapabilityMissing(
+                f"the server does not declare the {EXTENSION_ID} extension", server=self.label
+            )
+        if capabilities is None or capabilities.resources is None:
+            raise CapabilityMissing(
+                "the server declares the skills extension without the resources capability",
+                server=self.label,
+            )
+        try:
+            return SkillsCapability.model_validate(setting)
+        except ValidationError:
+            raise CapabilityMissing(
+                f"the {EXTENSION_ID} capability is malformed", server=self.label
+            ) from None
+
+    def _require_resources(self) -> None:
+        capabilities = self._client.server_capabilities
+        if capabilities is None or capabilities.resources is None:
+            raise CapabilityMissing(
+                "the server does not declare the resources capability", server=self.label
+            )
+
+    # --- operations ---------------------------------------------------------------------
+
+    async def _run(self, operation: Callable[[], Any], *, uri: str | None = None) -> Any:
+        """Run one operation under the overall deadline, translating every failure."""
+        deadline = anyio.current_time() + self.limits.operation_timeout
+        late = DeadlineExceeded(
+            f"the operation did not finish within {self.limits.operation_timeout} s",
+            server=self.label,
+            uri=uri,
+        )
+        with anyio.CancelScope(deadline=deadline) as scope:
+            try:
+                return await operation()
+            except BaseException as error:
+                if scope.cancel_called:
+                    # The deadline fired; the SDK may surface that as any error at all.
+                    raise late from _cause(error, self._secrets)
+                _reraise(
+                    error, server=self.label, uri=uri, secrets=self._secrets, faults=self._faults
+                )
+        raise late
+
+    async def _request(self, request: Any) -> dict[str, Any]:
+        result = await self._client.session.send_request(request, _RawResult)
+        return dict(result.model_extra or {})
+
+    async def list_skills_page(self, cursor: str | None = None) -> SkillsPage:
+        """One ``skills/list`` page; bad entries are in ``rejected``, not fatal."""
+        self.capability()
+
+        async def operation() -> SkillsPage:
+            return await self._page(cursor, _Spent())
+
+        page: SkillsPage = await self._run(operation)
+        return page
+
+    async def _page(self, cursor: str | None, spent: _Spent) -> SkillsPage:
+        raw = await self._request(SkillsListRequest(params=SkillsListParams(cursor=cursor)))
+        self._check_page(raw, spent)
+        page = parse_skills_page(raw, server=self.label, limits=self.limits)
+        next_cursor = page.next_cursor
+        if next_cursor is not None and len(next_cursor) > _MAX_CURSOR:
+            raise InvalidResponse(f"nextCursor is longer than {_MAX_CURSOR} characters")
+        return page
+
+    def _check_page(self, raw: dict[str, Any], spent: _Spent) -> None:
+        """Refuse a page past the listing bounds before validating a single entry of it.
+
+        The transport has already held the message to ``Limits.message_bytes`` and
+        ``max_message_nodes`` and parsed it; what is bounded here is everything built
+        from it and kept.
+        """
+        limits = self.limits
+        skills = raw.get("skills")
+        if isinstance(skills, list):  # if not, parse_skills_page says what is wrong
+            # Cheapest first: counting entries, then files, then walking for the bytes.
+            spent.entries += len(skills)
+            if spent.entries > limits.max_list_entries:
+                raise ListingRunaway(f"the listing has more than {limits.max_list_entries} entries")
+            spent.files += sum(
+                len(resources)
+                for skill in skills
+                if isinstance(skill, dict) and isinstance(resources := skill.get("resources"), list)
+            )
+            if spent.files > limits.max_listed_files:
+                raise ListingRunaway(f"the listing has more than {limits.max_listed_files} files")
+        limits = self.limits
+        walk = ("listing", limits.max_listing_bytes)
+        self._check_bytes(raw, "skills/list", limits.max_list_response_bytes, spent, walk)
+
+    @staticmethod
+    def _check_bytes(
+        raw: dict[str, Any],
+        method: str,
+        cap: int,
+        spent: _Spent | None = None,
+        walk: tuple[str, int] | None = None,
+    ) -> None:
+        """Refuse one ``method`` result above ``cap`` bytes, or one that takes the walk it is
+        part of (``spent`` so far; its name and cap) past its cap, measured as JSON before
+        anything is built."""
+        size = json_size(raw, limit=cap)
+        if size > cap:
+            raise ResponseTooLarge(f"a {method} result is larger than {cap} bytes")
+        if spent is not None and walk is not None:
+            name, most = walk
+            spent.bytes += size
+            if spent.bytes > most:
+                raise ListingRunaway(f"the {name} is larger than {most} bytes")
+
+    async def list_skills(self) -> SkillListing:
+        """Walk every ``skills/list`` page within the configured bounds."""
+        self.capability()
+
+        async def operation() -> SkillListing:
+            entries: list[SkillEntry] = []
+            rejected: list[InvalidEntry | SkillTooLarge] = []
+            seen: set[str] = set()
+            cursor: str | None = None
+            first: SkillsPage | None = None
+            pages = 0
+            spent = _Spent()
+            while True:
+                # In-process servers may answer without ever suspending; yield so the
+                # deadline can fire between pages.
+                await anyio.lowlevel.checkpoint()
+                if pages >= self.limits.max_list_pages:
+                    raise ListingRunaway(
+                        f"the listing did not end within {self.limits.max_list_pages} pages"
+                    )
+                page = await self._page(cursor, spent)
+                pages += 1
+                first = first or page
+                entries.extend(page.entries)
+                rejected.extend(page.rejected)
+                cursor = page.next_cursor or None
+                if cursor is None:
+                    break
+                if cursor in seen:
+                    raise ListingRunaway("the listing repeated a cursor")
+                seen.add(cursor)
+            return SkillListing(
+                entries=tuple(entries),
+                rejected=tuple(rejected),
+                pages=pages,
+                ttl_ms=first.ttl_ms,
+                cache_scope=first.cache_scope,
+            )
+
+        listing: SkillListing = await self._run(operation)
+        return listing
+
+    async def get_skill(self, uri: str) -> SkillEntry:
+        """``skills/get``: the server's current entry for the skill at ``uri``."""
+        self.capability()
+
+        async def operation() -> SkillEntry:
+            raw = await self._request(SkillsGetRequest(params=SkillsGetParams(uri=uri)))
+            self._check_bytes(raw, "skills/get", self.limits.max_get_response_bytes)
+            try:
+                result = GetSkillResult.model_validate(raw, context={"limits": self.limits})
+            except ValidationError as exc:
+                raise InvalidEntry(f"invalid skills/get result: {_first_problem(exc)}") from None
+            if result.skill.uri != uri:
+                raise InvalidResponse(
+                    f"skills/get answered for a different skill, {result.skill.uri[:300]!r}"
+                )
+            return result.skill
+
+        entry: SkillEntry = await self._run(operation, uri=uri)
+        return entry
+
+    async def read_resource(self, uri: str, *, max_bytes: int | None = None) -> bytes:
+        """``resources/read``: the exact raw bytes, refused before decoding above the cap."""
+        self._require_resources()
+        cap = (
+            min(max_bytes, self.limits.max_resource_bytes)
+            if max_bytes is not None
+            else (self.limits.max_resource_bytes)
+        )
+
+        async def operation() -> bytes:
+            result = await self._client.read_resource(uri, cache_mode="bypass")
+            return _exact_bytes(result, uri, cap)
+
+        data: bytes = await self._run(operation, uri=uri)
+        return data
+
+    async def read_directory(self, uri: str) -> tuple[DirectoryChild, ...]:
+        """``resources/directory/read``, every page, within the configured bounds."""
+        if not self.capability().directory_read:
+            raise CapabilityMissing(
+                "the server does not declare directoryRead", server=self.label, uri=uri
+            )
+
+        async def operation() -> tuple[DirectoryChild, ...]:
+            children: list[DirectoryChild] = []
+            seen: set[str] = set()
+            cursor: str | None = None
+            spent = _Spent()
+            for _ in range(self.limits.max_list_pages):
+                await anyio.lowlevel.checkpoint()
+                raw = await self._request(
+                    DirectoryReadRequest(params=DirectoryReadParams(uri=uri, cursor=cursor))
+                )
+                resources = raw.get("resources")
+                if isinstance(resources, list) and (
+                    len(children) + len(resources) > self.limits.max_directory_entries
+                ):
+                    raise ListingRunaway(
+                        f"the directory has more than {self.limits.max_directory_entries} entries"
+                    )
+                self._check_bytes(
+                    raw,
+                    "resources/directory/read",
+                    self.limits.max_directory_response_bytes,
+                    spent,
+                    ("directory listing", self.limits.max_directory_bytes),
+                )
+                try:
+                    page = DirectoryReadResult.model_validate(raw, context={"limits": self.limits})
+                except ValidationError as exc:
+                    raise InvalidResponse(
+                        f"invalid resources/directory/read result: {_first_problem(exc)}"
+                    ) from None
+                children.extend(page.resources)
+                cursor = page.next_cursor or None
+                if cursor is None:
+                    return tuple(children)
+                if cursor in seen or len(cursor) > _MAX_CURSOR:
+                    raise ListingRunaway("the directory listing repeated a cursor")
+                seen.add(cursor)
+            raise ListingRunaway(
+                f"the directory listing did not end within {self.limits.max_list_pages} pages"
+            )
+
+        result: tuple[DirectoryChild, ...] = await self._run(operation, uri=uri)
+        return result
+
+
+def _check_in_time(handshake: anyio.CancelScope, late: str, label: str) -> None:
+    if handshake.cancel_called:  # the deadline fired just as the handshake ended
+        raise DeadlineExceeded(late, server=label)
+
+
+def _first_problem(error: ValidationError) -> str:
+    detail = error.errors(include_url=False, include_input=False)[0]
+    where = ".".join(str(part) for part in detail["loc"])
+    return f"{where}: {detail['msg']}" if where else str(detail["msg"])
+
+
+def _too_large(cap: int) -> NoReturn:
+    raise ResponseTooLarge(f"the server sent more than {cap} bytes")
+
+
+def _exact_bytes(result: types.ReadResourceResult, uri: str, cap: int) -> bytes:
+    """The raw bytes of a single-file read: text as UTF-8, blobs strictly base64-decoded."""
+    if len(result.contents) != 1:
+        raise InvalidResponse(f"expected one content item, got {len(result.contents)}")
+    item = result.contents[0]
+    if item.uri != uri:
+        raise InvalidResponse(f"the content is for a different URI, {item.uri[:300]!r}")
+    if isinstance(item, types.TextResourceContents):
+        if len(item.text) > cap:  # at least one byte per character
+            _too_large(cap)
+        try:
+            data = item.text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidResponse("the text content is not valid Unicode") from None
+    elif isinstance(item, types.BlobResourceContents):
+        blob = item.blob
+        if len(blob) > 4 * ((cap + 2) // 3):
+            _too_large(cap)
+        if len(blob) % 4:
+            raise InvalidResponse("the blob is not valid base64")
+        try:
+            data = base64.b64decode(blob, validate=True)
+        except (binascii.Error, ValueError):
+            raise InvalidResponse("the blob is not valid base64") from None
+    else:  # pragma: no cover - the SDK only produces the two kinds
+        raise InvalidResponse("unknown content kind")
+    if len(data) > cap:
+        _too_large(cap)
+    return data

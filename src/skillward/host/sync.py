@@ -1,0 +1,322 @@
+"""SyncSkillHost: :class:`~skillward.host.skillhost.SkillHost` for hosts written in synchronous
+Python (scripts, web handlers, frameworks whose tools are plain functions)::
+
+    with SyncSkillHost(approver=my_approver) as host:
+        host.connect(ServerSpec(label="acme", transport=StdioTransport(command="acme-mcp")))
+        tools = host.tool_definitions(style="openai-responses")
+        block = host.handle_tool_call(call["name"], call["arguments"])
+
+It has SkillHost's methods, each a blocking call (a test keeps the two lists equal).
+The async host runs on a private event loop in a thread of its own (anyio's blocking
+portal), and every call, even one that only reads state, runs on that loop: the host
+is only ever touched from one thread, so its guarantees (the acting window, the order
+of calls to one server) hold whichever threads call, and however many at once. The
+seams (approver, gates, prompter, policy) are SkillHost's, async as ever; they run on
+that loop too.
+
+Errors propagate with their own types. Calling from a thread that runs an event loop
+(an ``async def``, or a seam the host is running) is refused with
+:class:`~skillward.core.errors.UsageError`: there, use SkillHost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from types import TracebackType
+from typing import Any, Self, TypeVar, overload
+
+import anyio
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+from skillward.cache.seam import ContentCache
+from skillward.core.config import Limits
+from skillward.core.context import CatalogItem, ContextBlock
+from skillward.core.errors import UsageError
+from skillward.core.registry import Collision, Declined, SkillRecord
+from skillward.edge._local import LocalSkillDir
+from skillward.edge.servers import ServerSpec
+from skillward.host.skillhost import (
+    Activation,
+    ContextSink,
+    HostConfig,
+    ServerStatus,
+    SkillHost,
+    ToolStyle,
+)
+from skillward.trust.approvals import ActivationRequest, Approver
+from skillward.trust.audit import AuditTrail
+from skillward.trust.gates import CrossOriginGate, ExecutionGate
+from skillward.trust.policy import Policy
+
+__all__ = ["SyncSkillHost"]
+
+_T = TypeVar("_T")
+
+
+def _in_event_loop() -> bool:
+    try:
+        anyio.get_current_task()
+    except RuntimeError:  # no event loop runs in this thread
+        return False
+    return True
+
+
+class SyncSkillHost:
+    """:class:`~skillward.host.skillhost.SkillHost` as blocking calls, for synchronous code.
+
+    Takes SkillHost's arguments and opens the host at once: the connections, and the
+    thread their event loop runs in, live until :meth:`close` (or the end of a
+    ``with`` block). Safe to call from several threads at once.
+    """
+
+    def __init__(
+        self,
+        *,
+        config: HostConfig | None = None,
+        approver: Approver | None = None,
+        cross_origin: CrossOriginGate | None = None,
+        execution: ExecutionGate | None = None,
+        policy: Policy | None = None,
+        cache: ContentCache | None = None,
+        sink: ContextSink | None = None,
+        audit: AuditTrail | None = None,
+    ) -> None:
+        _refuse_in_event_loop()
+        self._lock = threading.Lock()
+        self._stack = contextlib.ExitStack()
+        self._portal: BlockingPortal | None = None
+        try:
+            portal = self._stack.enter_context(start_blocking_portal())
+            make = functools.partial(
+                SkillHost,
+                config=config,
+                approver=approver,
+                cross_origin=cross_origin,
+                execution=execution,
+                policy=policy,
+                cache=cache,
+                sink=sink,
+                audit=audit,
+            )
+            # Built and entered on the loop, and left by the same task on close.
+            self._host: SkillHost = portal.call(make)
+            self._stack.enter_context(portal.wrap_async_context_manager(self._host))
+        except BaseException:
+            self._stack.close()
+            raise
+        self._portal = portal
+
+    # --- lifecycle --------------------------------------------------------------------
+
+    def __enter__(self) -> Self:
+        self._running()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Disconnect every server (as :meth:`SkillHost.aclose`), then stop the event loop
+        and its thread. Later calls raise UsageError; a second close does nothing."""
+        _refuse_in_event_loop()
+        with self._lock:
+            if self._portal is None:
+                return
+            self._portal = None
+        self._stack.close()
+
+    def _running(self) -> BlockingPortal:
+        _refuse_in_event_loop()
+        portal = self._portal
+        if portal is None:
+            raise _closed()
+        return portal
+
+    @overload
+    def _call(self, function: Callable[[], Awaitable[_T]]) -> _T: ...
+    @overload
+    def _call(self, function: Callable[[], _T]) -> _T: ...
+    def _call(self, function: Callable[[], Any]) -> Any:
+        """``function`` run on the host's event loop: its result, or its error."""
+        portal = self._running()
+        try:
+            return portal.call(function)
+        except RuntimeError:
+            if self._portal is None:  # closed by another thread meanwhile
+                raise _closed() from None
+            raise
+
+    # --- SkillHost's methods, as blocking calls ------------------------------------------
+
+    @property
+    def limits(self) -> Limits:
+        return self._host.limits
+
+    @property
+    def config(self) -> HostConfig:
+        """The host's configuration, with the policy's limits applied (frozen)."""
+        return self._host.config
+
+    @property
+    def notes(self) -> list[str]:
+        """What discovering local skill directories noted (a copy)."""
+        return self._call(lambda: list(self._host.notes))
+
+    def connect(self, spec: ServerSpec) -> None:
+        """Blocking :meth:`SkillHost.connect`."""
+        return self._call(functools.partial(self._host.connect, spec))
+
+    def reconnect(self, label: str) -> None:
+        """Blocking :meth:`SkillHost.reconnect`."""
+        return self._call(functools.partial(self._host.reconnect, label))
+
+    def refresh(self, label: str) -> None:
+        """Blocking :meth:`SkillHost.refresh`."""
+        return self._call(functools.partial(self._host.refresh, label))
+
+    def disconnect(self, label: str) -> None:
+        """Blocking :meth:`SkillHost.disconnect`."""
+        return self._call(functools.partial(self._host.disconnect, label))
+
+    def forget_server(self, label: str) -> None:
+        """Blocking :meth:`SkillHost.forget_server`."""
+        return self._call(functools.partial(self._host.forget_server, label))
+
+    def add_local_dir(self, source: LocalSkillDir) -> None:
+        """:meth:`SkillHost.add_local_dir`, on the host's event loop."""
+        return self._call(functools.partial(self._host.add_local_dir, source))
+
+    def wait_disconnected(self, label: str) -> ServerStatus:
+        """Blocking :meth:`SkillHost.wait_disconnected`."""
+        return self._call(functools.partial(self._host.wait_disconnected, label))
+
+    def servers(self) -> list[ServerStatus]:
+        """:meth:`SkillHost.servers`, on the host's event loop."""
+        return self._call(self._host.servers)
+
+    def catalog(self) -> list[CatalogItem]:
+        """:meth:`SkillHost.catalog`, on the host's event loop."""
+        return self._call(self._host.catalog)
+
+    def catalog_block(self) -> ContextBlock:
+        """:meth:`SkillHost.catalog_block`, on the host's event loop."""
+        return self._call(self._host.catalog_block)
+
+    def collisions(self) -> list[Collision]:
+        """:meth:`SkillHost.collisions`, on the host's event loop."""
+        return self._call(self._host.collisions)
+
+    def declined(self) -> list[Declined]:
+        """:meth:`SkillHost.declined`, on the host's event loop."""
+        return self._call(self._host.declined)
+
+    def server_note(self, label: str) -> str | None:
+        """:meth:`SkillHost.server_note`, on the host's event loop."""
+        return self._call(functools.partial(self._host.server_note, label))
+
+    def active(self) -> list[Activation]:
+        """:meth:`SkillHost.active`, on the host's event loop."""
+        return self._call(self._host.active)
+
+    def resolve(self, reference: str) -> SkillRecord:
+        """:meth:`SkillHost.resolve`, on the host's event loop."""
+        return self._call(functools.partial(self._host.resolve, reference))
+
+    def lookup(self, reference: str) -> SkillRecord:
+        """Blocking :meth:`SkillHost.lookup`."""
+        return self._call(functools.partial(self._host.lookup, reference))
+
+    def approval_request(self, reference: str) -> ActivationRequest:
+        """Blocking :meth:`SkillHost.approval_request`."""
+        return self._call(functools.partial(self._host.approval_request, reference))
+
+    def view_skill_md(self, record: SkillRecord) -> str:
+        """Blocking :meth:`SkillHost.view_skill_md`."""
+        return self._call(functools.partial(self._host.view_skill_md, record))
+
+    def activate(self, reference: str) -> Activation:
+        """Blocking :meth:`SkillHost.activate`."""
+        return self._call(functools.partial(self._host.activate, reference))
+
+    def granted_tools(self) -> tuple[str, ...]:
+        """:meth:`SkillHost.granted_tools`, on the host's event loop."""
+        return self._call(self._host.granted_tools)
+
+    def deactivate(self, reference: str) -> None:
+        """:meth:`SkillHost.deactivate`, on the host's event loop."""
+        return self._call(functools.partial(self._host.deactivate, reference))
+
+    def deactivate_all(self) -> None:
+        """:meth:`SkillHost.deactivate_all`, on the host's event loop."""
+        return self._call(self._host.deactivate_all)
+
+    def read_file(self, reference: str, path: str) -> ContextBlock:
+        """Blocking :meth:`SkillHost.read_file`."""
+        return self._call(functools.partial(self._host.read_file, reference, path))
+
+    def read_resource(self, server: str, uri: str) -> ContextBlock:
+        """Blocking :meth:`SkillHost.read_resource`."""
+        return self._call(functools.partial(self._host.read_resource, server, uri))
+
+    def authorize_execution(self, tool: str, *, detail: str = "") -> None:
+        """Blocking :meth:`SkillHost.authorize_execution`."""
+        return self._call(functools.partial(self._host.authorize_execution, tool, detail=detail))
+
+    def read_skill_block(self, name: str) -> ContextBlock:
+        """Blocking :meth:`SkillHost.read_skill_block`."""
+        return self._call(functools.partial(self._host.read_skill_block, name))
+
+    def read_skill_tool(self, name: str) -> str:
+        """Blocking :meth:`SkillHost.read_skill_tool`."""
+        return self._call(functools.partial(self._host.read_skill_tool, name))
+
+    def read_skill_tool_json(self, name: str) -> dict[str, Any]:
+        """Blocking :meth:`SkillHost.read_skill_tool_json`."""
+        return self._call(functools.partial(self._host.read_skill_tool_json, name))
+
+    def read_resource_block(self, server: str, uri: str) -> ContextBlock:
+        """Blocking :meth:`SkillHost.read_resource_block`."""
+        return self._call(functools.partial(self._host.read_resource_block, server, uri))
+
+    def read_resource_tool(self, server: str, uri: str) -> str:
+        """Blocking :meth:`SkillHost.read_resource_tool`."""
+        return self._call(functools.partial(self._host.read_resource_tool, server, uri))
+
+    def read_resource_tool_json(self, server: str, uri: str) -> dict[str, Any]:
+        """Blocking :meth:`SkillHost.read_resource_tool_json`."""
+        return self._call(functools.partial(self._host.read_resource_tool_json, server, uri))
+
+    def handle_tool_call(
+        self, name: str, arguments: Mapping[str, Any] | str | None = None
+    ) -> ContextBlock | None:
+        """Blocking :meth:`SkillHost.handle_tool_call`. Never raises for the call itself."""
+        return self._call(functools.partial(self._host.handle_tool_call, name, arguments))
+
+    def tool_definitions(self, style: ToolStyle = "mcp") -> list[dict[str, Any]]:
+        """:meth:`SkillHost.tool_definitions`, on the host's event loop."""
+        return self._call(functools.partial(self._host.tool_definitions, style))
+
+
+def _closed() -> UsageError:
+    return UsageError(
+        "this SyncSkillHost is closed", hint="Make a new SyncSkillHost to connect again."
+    )
+
+
+def _refuse_in_event_loop() -> None:
+    # From a thread running an event loop, a blocking call would stall that loop, and
+    # from the host's own loop (a seam calling back) it would wait on itself forever.
+    if _in_event_loop():
+        raise UsageError(
+            "SyncSkillHost blocks, so it cannot be called from async code (use SkillHost "
+            "there) or from a seam the host is running",
+            hint="In async code: `async with SkillHost(...) as host:` and `await` its methods.",
+        )

@@ -1,0 +1,676 @@
+"""``skillward serve``: a reference SEP-2640 skills server on the mcp SDK.
+
+It serves a directory tree of skills (every folder holding a ``SKILL.md``,
+nested paths allowed) as ``skill://`` resources, with ``skills/list``,
+``skills/get``, ``resources/list``, ``resources/read`` and
+``resources/directory/read``, over stdio or streamable HTTP, in both protocol
+eras (2026-07-28 ``server/discover`` and the legacy 2025-11-25 ``initialize``).
+
+The catalog is a snapshot taken when the server is built: digests and sizes are
+computed from the raw bytes then, and exactly those bytes are served. Skills that
+break the Agent Skills rules or SEP-2640's invariants are refused with a reason.
+
+Python use::
+
+    skills = SkillsServer(name="acme-skills")
+
+    @skills.skill("acme/billing/refunds")
+    def refunds() -> Path:
+        return Path("./skills/refunds")
+
+    server = skills.build()                     # an mcp low-level Server
+    server = build_skills_server("./skills")    # or: serve a whole tree
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import logging
+import mimetypes
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import anyio
+import mcp_types as types
+import uvicorn
+from mcp.server import Server
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from skillward.core.config import Limits
+from skillward.core.errors import (
+    FrontmatterError,
+    InvalidEntry,
+    InvalidUri,
+    SkillTooLarge,
+    UsageError,
+)
+from skillward.core.frontmatter import parse_skill_md
+from skillward.core.uris import MAX_URI_LENGTH, SKILL_FILE, skill_root_of
+from skillward.core.verify import sha256_digest
+from skillward.core.wire import DIRECTORY_MIME_TYPE, EXTENSION_ID, json_size, lint_frontmatter
+from skillward.edge._methods import DirectoryReadParams, SkillsGetParams, SkillsListParams
+from skillward.edge._tree import (
+    Listings,
+    TreeLimits,
+    encode_segment,
+    find_skill_dirs,
+    read_regular_file,
+    walk_files,
+)
+
+__all__ = [
+    "ServedFile",
+    "ServedSkill",
+    "SkillCatalog",
+    "SkillsServer",
+    "build_server",
+    "build_skills_server",
+    "example_skills_dir",
+    "serve_http",
+    "serve_stdio",
+]
+
+logger = logging.getLogger(__name__)
+
+_DEFAULT_PAGE_SIZE = 50
+# An authority with none of what a URI authority may not hold as it stands (":", "@",
+# percent-encodings): the first segment of a canonical path that parses as one.
+_PLAIN_AUTHORITY = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=]+\Z")
+_SERVE_TREE = TreeLimits(max_depth=16, max_entries=1_000_000)
+_TTL_MS = 60_000
+
+
+def example_skills_dir() -> Path:
+    """The example skills bundled with skillward (used by ``skillward demo``)."""
+    return Path(__file__).parent.parent / "examples"
+
+
+@functools.lru_cache(maxsize=8)
+def _skill_tree(max_files: int) -> TreeLimits:
+    """The walk of one skill: room to see, and refuse, a skill past its file limit."""
+    return TreeLimits(max_entries=max_files * 4)
+
+
+@functools.lru_cache(maxsize=1024)
+def _mime_type(name: str) -> str:
+    if name.endswith(".md"):
+        return "text/markdown"
+    guessed, _ = mimetypes.guess_type(name, strict=False)
+    return guessed or "application/octet-stream"
+
+
+class ServedFile(NamedTuple):
+    """One file as served: its URI, exact bytes, digest and MIME type."""
+
+    # A named tuple, not a frozen dataclass: as immutable, and much cheaper to make for
+    # the tens of thousands of files a large tree holds.
+    uri: str
+    name: str
+    data: bytes
+    digest: str
+    mime_type: str
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+
+@dataclass(frozen=True, slots=True)
+class ServedSkill:
+    """One skill as served: its SKILL.md URI, verbatim frontmatter and files."""
+
+    uri: str
+    frontmatter: Mapping[str, Any]
+    files: tuple[ServedFile, ...]
+    listed: bool = True
+
+    @property
+    def name(self) -> str:
+        return str(self.frontmatter["name"])
+
+    @property
+    def description(self) -> str:
+        return str(self.frontmatter["description"])
+
+    def entry(self) -> dict[str, Any]:
+        """The SEP-2640 entry, as sent on the wire."""
+        return {
+            "uri": self.uri,
+            "frontmatter": dict(self.frontmatter),
+            "resources": [{"uri": f.uri, "digest": f.digest, "size": f.size} for f in self.files],
+        }
+
+
+@dataclass(slots=True)
+class _ReadSkill:
+    """A skill's files as read from disk, before its SKILL.md is parsed and its entry
+    checked; or why they cannot be served."""
+
+    skill_path: str
+    directory: str | Path
+    listed: bool
+    uri: str = ""
+    files: tuple[ServedFile, ...] = ()
+    skill_md: ServedFile | None = None
+    notes: list[str] = field(default_factory=list)
+    refused: str | None = None
+
+
+@dataclass
+class SkillCatalog:
+    """An immutable-once-served snapshot of the skills a server publishes."""
+
+    scheme: str = "skill"
+    limits: Limits = field(default_factory=Limits)
+    skills: dict[str, ServedSkill] = field(default_factory=dict)
+    files: dict[str, ServedFile] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_directory(
+        cls, root: Path | str, *, unlisted: Collection[str] = (), limits: Limits | None = None
+    ) -> SkillCatalog:
+        """Scan ``root`` for skills. ``unlisted`` skill paths are served but not listed."""
+        catalog = cls(limits=limits or Limits())
+        catalog.add_tree(Path(root), unlisted=unlisted)
+        return catalog
+
+    def add_tree(self, root: Path, *, unlisted: Collection[str] = ()) -> None:
+        root = root.resolve()
+        # Each directory is listed once: the skills' own walks reuse the scan's listings.
+        listings: Listings = {}
+        try:
+            # The operator chose this tree, so the walk may be large; it is still bounded.
+            found, notes = find_skill_dirs(root, limits=_SERVE_TREE, keep=listings)
+        except (OSError, OverflowError) as exc:
+            self.problems.append(f"{root}: cannot scan: {exc}")
+            return
+        self.problems.extend(notes)
+        read = []
+        for parts, directory in found:
+            # A tree whose root is itself a skill publishes it under the root's name.
+            skill_path = "/".join(parts or (root.name,))
+            read.append(self._read(skill_path, directory, skill_path not in unlisted, listings))
+        # Every skill's files are read first, and then each skill is checked: two tight
+        # loops run markedly faster than one that alternates between them.
+        for files in read:
+            self._admit(files)
+
+    def add_skill(self, skill_path: str, directory: Path, *, listed: bool = True) -> bool:
+        """Add the skill in ``directory`` at ``skill_path``; record why when refused."""
+        return self._admit(self._read(skill_path, directory, listed, None))
+
+    def _read(
+        self, skill_path: str, directory: str | Path, listed: bool, listings: Listings | None
+    ) -> _ReadSkill:
+        """The files of the skill in ``directory``, read; or why they cannot be served."""
+        limits = self.limits
+        read = _ReadSkill(skill_path, directory, listed)
+        try:
+            segments = skill_path.strip("/").split("/")
+            root_uri = f"{self.scheme}://" + "/".join(map(encode_segment, segments))
+            read.uri = f"{root_uri}/{SKILL_FILE}"
+            paths, read.notes = walk_files(
+                directory, limits=_skill_tree(limits.max_skill_files), listings=listings
+            )
+            if len(paths) > limits.max_skill_files:
+                read.refused = f"{len(paths)} files; at most {limits.max_skill_files} are allowed"
+                return read
+            budget = limits.max_skill_bytes
+            files: list[ServedFile] = []
+            for parts, path in paths:
+                data = read_regular_file(path, budget, snapshot=True)
+                budget -= len(data)
+                uri = root_uri + "/" + "/".join(map(encode_segment, parts))
+                name = parts[-1]
+                served = ServedFile(uri, name, data, sha256_digest(data), _mime_type(name))
+                if uri == read.uri:
+                    read.skill_md = served
+                files.append(served)
+            read.files = tuple(files)
+        except (ValueError, OSError, OverflowError) as exc:
+            read.refused = str(exc)
+        return read
+
+    def _admit(self, read: _ReadSkill) -> bool:
+        """Serve the skill ``read`` holds if every host would accept its entry; else
+        record why not."""
+        self.problems.extend(read.notes)
+        reason = read.refused
+        if reason is None:
+            try:
+                skill = self._load_skill(read)
+            except (ValueError, OSError, OverflowError) as exc:
+                reason = str(exc)
+            except (InvalidEntry, SkillTooLarge, FrontmatterError) as exc:
+                reason = exc.message
+            else:
+                if skill.uri not in self.skills:
+                    self.skills[skill.uri] = skill
+                    for served in skill.files:
+                        self.files.setdefault(served.uri, served)
+                    return True
+                reason = f"{skill.uri} is already served"
+        self.problems.append(
+            f"{read.directory} ({self.scheme}://{read.skill_path}): refused: {reason}"
+        )
+        return False
+
+    def _load_skill(self, read: _ReadSkill) -> ServedSkill:
+        if read.skill_md is None:
+            raise ValueError(f"no regular {SKILL_FILE}")
+        document = parse_skill_md(read.skill_md.data, limits=self.limits)
+        lint_frontmatter(document.frontmatter)
+        skill = ServedSkill(read.uri, document.frontmatter, read.files, read.listed)
+        self._check_entry(skill)
+        return skill
+
+    def _check_entry(self, skill: ServedSkill) -> None:
+        """Raise InvalidEntry unless every host would accept ``skill``'s entry
+        (:func:`~skillward.core.wire.parse_entry`).
+
+        Only what building the entry does not already guarantee is checked here. The
+        entry is built from one walk: its file URIs are the skill's URI and then path
+        segments :func:`encode_segment` made canonical, so they are distinct, inside the
+        skill, and valid if not too long; digests and sizes are of the bytes read; file
+        count and total bytes were capped while reading; the frontmatter passed
+        :func:`lint_frontmatter` and the SKILL.md caps. Left: the skill URI as a host
+        parses it (its first segment is an authority, with stricter rules), the name as
+        its final segment, each URI's length, and the frontmatter's size as JSON.
+        tests/unit/test_server_catalog.py holds this to parse_entry over generated trees.
+        """
+        limits = self.limits
+        authority, _, path = skill.uri[len(self.scheme) + 3 :].partition("/")
+        # Plain names (the usual kind) make a URI every host parses; anything else is
+        # parsed as a host would, to learn whether it can be served.
+        plain = self.scheme == "skill" and _PLAIN_AUTHORITY.match(authority)
+        if not plain or len(skill.uri) > MAX_URI_LENGTH:
+            try:
+                skill_root_of(skill.uri)
+            except InvalidUri as exc:
+                raise InvalidEntry(f"invalid skill entry: uri: {exc.message}") from None
+        segment = (authority + "/" + path).removesuffix("/" + SKILL_FILE).rpartition("/")[2]
+        if segment != skill.name:
+            raise InvalidEntry(
+                f"invalid skill entry: the final skill-path segment {segment[:80]!r} must "
+                f"equal frontmatter.name {skill.name!r}"
+            )
+        longest = max(len(served.uri) for served in skill.files)
+        if longest > MAX_URI_LENGTH:
+            raise InvalidEntry(
+                f"invalid skill entry: a file URI is {longest} characters; hosts accept at "
+                f"most {MAX_URI_LENGTH}"
+            )
+        try:
+            size = json_size(
+                skill.frontmatter,
+                limit=limits.max_frontmatter_bytes,
+                max_depth=limits.max_frontmatter_depth,
+                max_nodes=limits.max_frontmatter_nodes,
+            )
+        except ValueError as exc:
+            raise InvalidEntry(f"invalid skill entry: frontmatter: {exc}") from None
+        if size > limits.max_frontmatter_bytes:
+            raise InvalidEntry(
+                f"invalid skill entry: frontmatter: larger than {limits.max_frontmatter_bytes} "
+                "bytes as JSON"
+            )
+
+    # --- queries ------------------------------------------------------------------------
+
+    def listed(self) -> list[ServedSkill]:
+        return [self.skills[uri] for uri in sorted(self.skills) if self.skills[uri].listed]
+
+    def summary(self) -> str:
+        """What is served, for a person: ``1 skill``, ``4 skills (1 unlisted)``."""
+        total = len(self.skills)
+        unlisted = total - len(self.listed())
+        text = "1 skill" if total == 1 else f"{total} skills"
+        return text + (f" ({unlisted} unlisted)" if unlisted else "")
+
+    def directory_children(self, uri: str) -> list[tuple[str, str, str | None]] | None:
+        """Direct children of directory ``uri`` as (uri, name, mime type), or None."""
+        prefix = uri + "/"
+        children: dict[str, tuple[str, str, str | None]] = {}
+        for file_uri, served in self.files.items():
+            if not file_uri.startswith(prefix):
+                continue
+            head, slash, _ = file_uri[len(prefix) :].partition("/")
+            if slash:
+                children[prefix + head] = (prefix + head, head, DIRECTORY_MIME_TYPE)
+            else:
+                children[file_uri] = (file_uri, served.name, served.mime_type)
+        if not children:
+            return None
+        return [children[key] for key in sorted(children)]
+
+
+# --- the mcp server ---------------------------------------------------------------------
+
+
+def _invalid(message: str) -> MCPError:
+    return MCPError(code=types.INVALID_PARAMS, message=message)
+
+
+def _encode_cursor(kind: str, offset: int) -> str:
+    return base64.urlsafe_b64encode(f"{kind}:{offset}".encode()).decode("ascii")
+
+
+def _decode_cursor(kind: str, cursor: str | None, total: int) -> int:
+    if cursor is None:
+        return 0
+    try:
+        text = base64.urlsafe_b64decode(cursor.encode("ascii")).decode("ascii")
+        found_kind, _, offset_text = text.rpartition(":")
+        offset = int(offset_text)
+    except (ValueError, binascii.Error, UnicodeError):
+        raise _invalid("invalid cursor") from None
+    if found_kind != kind or not 0 < offset < total:
+        raise _invalid("invalid cursor")
+    return offset
+
+
+def _page(
+    kind: str, items: list[Any], cursor: str | None, size: int
+) -> tuple[list[Any], str | None]:
+    """The page ``cursor`` names, and the cursor of the next page if any."""
+    start = _decode_cursor(kind, cursor, len(items))
+    end = start + size
+    return items[start:end], (_encode_cursor(kind, end) if end < len(items) else None)
+
+
+def _is_modern(ctx: ServerRequestContext[Any, Any]) -> bool:
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+def _with_cache_hints(
+    ctx: ServerRequestContext[Any, Any], result: dict[str, Any]
+) -> dict[str, Any]:
+    # ttlMs/cacheScope exist only on the 2026-07-28 wire; the SDK cannot add them here.
+    if _is_modern(ctx):
+        result["ttlMs"] = _TTL_MS
+        result["cacheScope"] = "public"
+    return result
+
+
+def _restore_extensions(server: Server[Any]) -> Callable[..., Any]:
+    """Put ``capabilities.extensions`` back into the legacy ``initialize`` result.
+
+    The 2025-11-25 result schema has no ``extensions``, so the SDK strips it; legacy
+    clients would then never learn that this server speaks SEP-2640.
+    """
+
+    async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        result = await call_next(ctx)
+        if ctx.method == "initialize" and isinstance(result, dict) and server.extensions:
+            capabilities = result.setdefault("capabilities", {})
+            capabilities.setdefault("extensions", dict(server.extensions))
+        return result
+
+    return middleware
+
+
+def build_server(
+    catalog: SkillCatalog,
+    *,
+    name: str = "skillward-serve",
+    version: str = "0.1.0",
+    page_size: int = _DEFAULT_PAGE_SIZE,
+    instructions: str | None = None,
+    tamper: Collection[str] = (),
+    transform_entry: Callable[[ServedSkill], dict[str, Any]] | None = None,
+    transform_content: Callable[[ServedFile], bytes] | None = None,
+) -> Server[Any]:
+    """An mcp low-level ``Server`` serving ``catalog``.
+
+    ``tamper`` names file URIs whose reads get one byte flipped while the listing
+    keeps the true digest: a demonstration of what a host must refuse.
+    ``transform_entry`` and ``transform_content`` let a test build a hostile server
+    that lies in its entries or its bytes; the reference server never sets them.
+    """
+    if page_size < 1:
+        raise ValueError("page_size must be at least 1")
+    tampered = frozenset(tamper)
+
+    def entry_of(skill: ServedSkill) -> dict[str, Any]:
+        return transform_entry(skill) if transform_entry else skill.entry()
+
+    def content_of(served: ServedFile) -> bytes:
+        data = transform_content(served) if transform_content else served.data
+        if served.uri in tampered and data:
+            data = bytes([data[0] ^ 0x01]) + data[1:]
+        return data
+
+    list_skills = _list_handler(catalog, page_size, transform_entry)
+
+    async def get_skill(ctx: ServerRequestContext[Any, Any], params: SkillsGetParams) -> Any:
+        skill = catalog.skills.get(params.uri)
+        if skill is None:
+            raise _invalid(f"not a skill this server serves: {params.uri[:300]}")
+        return _with_cache_hints(ctx, {"skill": entry_of(skill)})
+
+    async def read_directory(
+        ctx: ServerRequestContext[Any, Any], params: DirectoryReadParams
+    ) -> Any:
+        children = catalog.directory_children(params.uri)
+        if children is None:
+            raise _invalid(f"not a directory this server serves: {params.uri[:300]}")
+        page, next_cursor = _page("dir:" + params.uri, children, params.cursor, page_size)
+        resources = [
+            types.Resource(uri=uri, name=child_name, mime_type=mime).model_dump(
+                by_alias=True, exclude_none=True
+            )
+            for uri, child_name, mime in page
+        ]
+        result: dict[str, Any] = {"resources": resources}
+        if next_cursor is not None:
+            result["nextCursor"] = next_cursor
+        return _with_cache_hints(ctx, result)
+
+    async def list_resources(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        ordered = [catalog.files[uri] for uri in sorted(catalog.files)]
+        page, next_cursor = _page(
+            "resources", ordered, params.cursor if params else None, page_size
+        )
+        return types.ListResourcesResult(
+            resources=[_resource(catalog, served) for served in page], next_cursor=next_cursor
+        )
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        served = catalog.files.get(params.uri)
+        if served is None:
+            raise _invalid(f"no such resource: {params.uri[:300]}")
+        data = content_of(served)
+        contents: types.TextResourceContents | types.BlobResourceContents
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            contents = types.BlobResourceContents(
+                uri=served.uri,
+                mime_type=served.mime_type,
+                blob=base64.b64encode(data).decode("ascii"),
+            )
+        else:
+            contents = types.TextResourceContents(
+                uri=served.uri, mime_type=served.mime_type, text=text
+            )
+        return types.ReadResourceResult(contents=[contents])
+
+    server: Server[Any] = Server(
+        name,
+        version=version,
+        instructions=instructions,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+    )
+    server.extensions[EXTENSION_ID] = {"directoryRead": True}
+    server.add_request_handler("skills/list", SkillsListParams, list_skills)
+    server.add_request_handler("skills/get", SkillsGetParams, get_skill)
+    server.add_request_handler("resources/directory/read", DirectoryReadParams, read_directory)
+    server.middleware.append(_restore_extensions(server))
+    return server
+
+
+def _list_handler(
+    catalog: SkillCatalog,
+    page_size: int,
+    transform_entry: Callable[[ServedSkill], dict[str, Any]] | None,
+) -> Callable[[ServerRequestContext[Any, Any], SkillsListParams], Awaitable[Any]]:
+    """The ``skills/list`` handler. The listing is a snapshot taken when the server is
+    built, so the reference server builds its entries once, then; a test's
+    ``transform_entry`` may change its answers, so it is asked on every request."""
+    listed = catalog.listed()
+    entries: list[Any] = listed if transform_entry else [skill.entry() for skill in listed]
+
+    async def list_skills(ctx: ServerRequestContext[Any, Any], params: SkillsListParams) -> Any:
+        page, next_cursor = _page("skills", entries, params.cursor, page_size)
+        if transform_entry:
+            page = [transform_entry(skill) for skill in page]
+        result: dict[str, Any] = {"skills": page}
+        if next_cursor is not None:
+            result["nextCursor"] = next_cursor
+        return _with_cache_hints(ctx, result)
+
+    return list_skills
+
+
+def _resource(catalog: SkillCatalog, served: ServedFile) -> types.Resource:
+    skill = catalog.skills.get(served.uri)
+    if skill is not None:
+        return types.Resource(
+            uri=served.uri,
+            name=skill.name,
+            description=skill.description,
+            mime_type="text/markdown",
+            size=served.size,
+        )
+    return types.Resource(
+        uri=served.uri, name=served.name, mime_type=served.mime_type, size=served.size
+    )
+
+
+class SkillsServer:
+    """Declare skills with a decorator, then :meth:`build` an mcp server.
+
+    ``@skills.skill("acme/billing/refunds")`` registers the directory the decorated
+    function returns under ``skill://acme/billing/refunds/SKILL.md``.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str = "skillward-serve",
+        version: str = "0.1.0",
+        instructions: str | None = None,
+        limits: Limits | None = None,
+    ) -> None:
+        self.name = name
+        self.version = version
+        self.instructions = instructions
+        self.limits = limits or Limits()
+        self._registered: list[tuple[str, Callable[[], Path | str], bool]] = []
+
+    def skill(
+        self, skill_path: str, *, listed: bool = True
+    ) -> Callable[[Callable[[], Path | str]], Callable[[], Path | str]]:
+        def register(function: Callable[[], Path | str]) -> Callable[[], Path | str]:
+            self._registered.append((skill_path, function, listed))
+            return function
+
+        return register
+
+    def catalog(self) -> SkillCatalog:
+        catalog = SkillCatalog(limits=self.limits)
+        for skill_path, function, listed in self._registered:
+            catalog.add_skill(skill_path, Path(function()), listed=listed)
+        return catalog
+
+    def build(self, **options: Any) -> Server[Any]:
+        catalog = self.catalog()
+        for problem in catalog.problems:
+            logger.warning("%s", problem)
+        return build_server(
+            catalog,
+            name=self.name,
+            version=self.version,
+            instructions=self.instructions,
+            **options,
+        )
+
+
+def build_skills_server(
+    path: Path | str,
+    *,
+    unlisted: Collection[str] = (),
+    limits: Limits | None = None,
+    **options: Any,
+) -> Server[Any]:
+    """An mcp server serving every skill under ``path``."""
+    catalog = SkillCatalog.from_directory(path, unlisted=unlisted, limits=limits)
+    for problem in catalog.problems:
+        logger.warning("%s", problem)
+    return build_server(catalog, **options)
+
+
+async def serve_stdio(server: Server[Any]) -> None:
+    """Serve ``server`` on this process's stdin and stdout until the client leaves."""
+    from mcp.server.stdio import stdio_server  # noqa: PLC0415  (stdio only when asked)
+
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+@asynccontextmanager
+async def serve_http(
+    server: Server[Any], *, host: str = "127.0.0.1", port: int = 0
+) -> AsyncIterator[str]:
+    """Serve ``server`` over streamable HTTP; yields the endpoint URL until the block ends."""
+    import socket  # noqa: PLC0415
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise UsageError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+            hint="Choose another port, or port 0 for a free one.",
+        ) from None
+    bound_port = sock.getsockname()[1]
+    app = server.streamable_http_app(host=host, streamable_http_path="/mcp")
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+    http = uvicorn.Server(config)
+    shown_host = f"[{host}]" if ":" in host else host
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(http.serve, [sock])
+            with anyio.fail_after(30):
+                # uvicorn exposes readiness only as a flag.
+                while not http.started:  # noqa: ASYNC110
+                    await anyio.sleep(0.01)
+            try:
+                yield f"http://{shown_host}:{bound_port}/mcp"
+            finally:
+                http.should_exit = True
+    finally:
+        sock.close()
+
+
+def quiet_transport_logs() -> None:
+    """Keep per-request INFO logs of the HTTP stack off the terminal."""
+    for name in ("httpx2", "httpcore2", "mcp", "uvicorn", "uvicorn.error"):
+        logging.getLogger(name).setLevel(logging.WARNING)

@@ -1,0 +1,217 @@
+"""The approval store's key and generation counter, in the OS keyring.
+
+This is the only module importing ``keyring``. Everything is kept under one
+service name, ``skillward``; the account names carry a short hash of the store's
+path, so two stores (two users' data directories, or test runs) never share a
+counter.
+
+Only backends that ``keyring`` rates as recommended (priority >= 1) are used,
+and only after a write-then-read shows they work: the ``fail`` and null
+backends, plaintext files and a locked keyring all mean that approvals cannot be
+remembered, never that a host crashes.
+
+Each item is read and written by one process at a time (the store calls in here
+under its lock), but the keyring is a shared service: a D-Bus error, such as an
+item that vanished between being found and being read, is retried a few times
+before the keyring is called unusable. The keyring's own verdicts (locked, no
+collection, refused) are not retried: asking again would not change them, and
+could raise another unlock prompt.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from skillward.core.errors import RememberUnavailable
+
+if TYPE_CHECKING:
+    from keyring.backend import KeyringBackend
+
+__all__ = ["ATTEMPTS", "KEY_BYTES", "SERVICE", "OsKeyring"]
+
+SERVICE = "skillward"
+KEY_BYTES = 32
+#: Tries of one keyring call before a D-Bus error counts (the pauses between them add up
+#: to 70 ms).
+ATTEMPTS = 4
+_FIRST_PAUSE = 0.01
+
+_T = TypeVar("_T")
+
+
+def _describe(backend: KeyringBackend) -> str:
+    name = getattr(backend, "name", None) or type(backend).__qualname__
+    return f"the keyring backend {name!r}"
+
+
+def _keyring_errors() -> ModuleType:
+    # Imported on use: a process that never touches the keyring never loads it.
+    import keyring.errors  # noqa: PLC0415
+
+    return keyring.errors
+
+
+def _no_collection(exc: Exception) -> bool:
+    """The Secret Service has no default collection and could not make one (keyring wraps
+    secretstorage's dismissed creation prompt in an InitError)."""
+    return isinstance(exc, _keyring_errors().InitError) and "collection" in str(exc).lower()
+
+
+class OsKeyring:
+    """A key provider backed by the OS keyring (``keyring.get_keyring()`` by default).
+
+    The key is read once per process and kept; the generation counter is read
+    whenever the store is loaded, because other processes move it. ``pause`` waits
+    between the tries of a call that failed with a D-Bus error.
+    """
+
+    def __init__(
+        self, scope: str, *, backend: Any = None, pause: Callable[[float], None] = time.sleep
+    ) -> None:
+        self._scope = hashlib.sha256(scope.encode()).hexdigest()[:16]
+        self._backend: KeyringBackend | None = backend
+        self._pause = pause
+        self._key: bytes | None = None
+        self._checked: str | None = None
+        self._usable = False
+        self._lock = threading.Lock()
+
+    @property
+    def backend(self) -> KeyringBackend:
+        if self._backend is None:
+            # Imported here: a process that never touches the keyring never loads it.
+            import keyring  # noqa: PLC0415
+
+            self._backend = keyring.get_keyring()
+        return self._backend
+
+    @property
+    def description(self) -> str:
+        return _describe(self.backend)
+
+    def _account(self, what: str) -> str:
+        return f"approvals-{what}-{self._scope}"
+
+    def _call(self, action: Callable[[], _T]) -> _T:
+        """``action`` (one backend call), tried again after a D-Bus error, a bounded number
+        of times; the keyring's own errors are raised at once."""
+        delay = _FIRST_PAUSE
+        keyring_error = _keyring_errors().KeyringError
+        for _ in range(ATTEMPTS - 1):
+            try:
+                return action()
+            except keyring_error:
+                raise
+            except Exception:  # D-Bus errors (secretstorage, jeepney) have no common base
+                self._pause(delay)
+                delay *= 2
+        return action()
+
+    def _failure(self, exc: Exception, what: str) -> str:
+        if _no_collection(exc):
+            return (
+                f"{self.description} has no default keyring and could not create one (its "
+                "prompt was dismissed or cannot be shown): create one in Passwords and Keys "
+                "(seahorse), or without a desktop run `gnome-keyring-daemon --replace "
+                "--unlock` with a password on its standard input, then try again"
+            )
+        return f"{self.description} {what} ({type(exc).__name__}: {exc})"
+
+    def unavailable(self) -> str | None:
+        """Why this keyring cannot hold the key (checked once), or None when it can.
+
+        The check writes, reads back and deletes an item of its own: the store asks
+        while holding its lock, so processes sharing a store never check at once."""
+        with self._lock:
+            if self._checked is None:
+                self._checked = self._check()
+                self._usable = self._checked == ""
+            return None if self._usable else self._checked
+
+    def _check(self) -> str:
+        backend = self.backend
+        try:
+            priority = float(backend.priority)
+        except Exception:  # a backend's priority may raise when it is unusable
+            priority = 0.0
+        if priority < 1:
+            return (
+                f"{self.description} is not a recommended one (priority {priority:g} < 1), "
+                "so approvals cannot be remembered"
+            )
+        probe = secrets.token_hex(8)
+        account = self._account("probe")
+        try:
+            self._call(lambda: backend.set_password(SERVICE, account, probe))
+            read = self._call(lambda: backend.get_password(SERVICE, account))
+            self._call(lambda: backend.delete_password(SERVICE, account))
+        except Exception as exc:  # locked, absent or broken: all mean unusable
+            return self._failure(exc, "cannot be used")
+        if read != probe:
+            return f"{self.description} did not return what was written to it"
+        return ""
+
+    def _require(self) -> None:
+        why = self.unavailable()
+        if why is not None:
+            raise RememberUnavailable(why)
+
+    def _get(self, what: str) -> str | None:
+        self._require()
+        backend, account = self.backend, self._account(what)
+        try:
+            return self._call(lambda: backend.get_password(SERVICE, account))
+        except Exception as exc:  # D-Bus and backend errors are not all KeyringErrors
+            raise RememberUnavailable(self._failure(exc, "failed")) from None
+
+    def _set(self, what: str, value: str) -> None:
+        self._require()
+        backend, account = self.backend, self._account(what)
+        try:
+            self._call(lambda: backend.set_password(SERVICE, account, value))
+        except Exception as exc:  # D-Bus and backend errors are not all KeyringErrors
+            raise RememberUnavailable(self._failure(exc, "failed")) from None
+
+    def key(self, *, create: bool, fresh: bool = False) -> bytes | None:
+        """The store's key. ``create`` makes one when there is none; ``fresh`` skips the
+        copy this process keeps (after another process may have reset the store)."""
+        if self._key is not None and not fresh:
+            return self._key
+        text = self._get("key")
+        key = None
+        if text is not None:
+            try:
+                key = base64.b64decode(text, validate=True)
+            except (binascii.Error, ValueError):
+                key = None
+            if key is not None and len(key) != KEY_BYTES:
+                key = None
+        if key is None and create:
+            return self.rotate()
+        self._key = key
+        return key
+
+    def rotate(self) -> bytes:
+        """Replace the key with 32 new random bytes: everything signed before is untrusted."""
+        key = secrets.token_bytes(KEY_BYTES)
+        self._set("key", base64.b64encode(key).decode())
+        self._key = key
+        return key
+
+    def generation(self) -> int:
+        """The counter the newest store must carry (0 when none was ever written)."""
+        text = self._get("generation")
+        if text is None:
+            return 0
+        return int(text) if text.isdigit() else -1
+
+    def set_generation(self, value: int) -> None:
+        self._set("generation", str(value))

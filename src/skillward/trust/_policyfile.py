@@ -1,0 +1,641 @@
+"""The policy file format: TOML (stdlib ``tomllib``) checked key by key against one
+pydantic model, :class:`PolicyFile`, whose JSON Schema is ``skillward policy schema``.
+
+Pure: text in, a document and the problems found out; no I/O. The key names are the
+contract documented in ``docs/admin-guide.md``.
+
+A policy is read leniently where that is safe and strictly where it is not:
+
+* an unknown key is a warning naming the file and line, never silent;
+* a bad entry in a list is dropped with a warning, and the rest of the file applies;
+* a bad value on a restricting key resolves to that key's strictest setting, and the
+  warning says so;
+* a file that is not TOML, or of a version this code does not read, cannot be used at
+  all: that problem is *fatal*, and whoever loads it fails closed.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import re
+import tomllib
+import types
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+)
+
+from skillward.core.config import SEP_MAX_SKILL_BYTES
+from skillward.core.errors import InvalidUri, printable
+from skillward.core.uris import skill_root_of
+
+__all__ = [
+    "UNUSABLE",
+    "VERSION",
+    "ParsedPolicy",
+    "PinEntry",
+    "PolicyFile",
+    "PolicyProblem",
+    "parse_policy",
+    "parse_policy_data",
+    "policy_keys",
+    "policy_schema",
+]
+
+#: The format version this code reads.
+VERSION = 1
+#: How a fatal problem's message ends.
+UNUSABLE = "; the file cannot be used"
+
+Path_ = tuple[str | int, ...]
+
+
+def _printable(text: str) -> str:
+    if not text.isprintable():
+        raise ValueError("contains control or invisible characters")
+    return text
+
+
+def _skill_uri(text: str) -> str:
+    try:
+        skill_root_of(text)
+    except InvalidUri as error:
+        raise ValueError(error.message) from None
+    return text
+
+
+_Text = Annotated[str, StringConstraints(min_length=1, max_length=2048), AfterValidator(_printable)]
+ServerPattern = Annotated[
+    _Text,
+    Field(description="A server label or transport identity; * matches any characters."),
+]
+SkillPattern = Annotated[
+    _Text,
+    Field(description="A skill URI glob: * matches within one path segment, ** across segments."),
+]
+Digest = Annotated[
+    str,
+    StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$"),
+    Field(description="sha256: and 64 lowercase hex digits."),
+]
+SkillUri = Annotated[_Text, AfterValidator(_skill_uri)]
+
+DynamicMode = Literal["deny", "prompt"]
+PersistScope = Literal["remember", "session", "once"]
+GrantMode = Literal["prompt", "never"]
+CacheSwitch = Literal["on", "off"]
+
+
+class _Table(BaseModel):
+    # Built on first use, not at import (see skillward.core.wire.WireModel).
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
+
+
+class ServersTable(_Table):
+    """Which servers may be connected."""
+
+    allow: tuple[ServerPattern, ...] | None = Field(
+        None, description="Labels or transport identities (globs). Unset: any; []: none."
+    )
+    deny: tuple[ServerPattern, ...] = Field((), description="Globs; deny beats allow.")
+
+
+class SkillsTable(_Table):
+    """Which skills served by MCP servers may be loaded."""
+
+    allow: tuple[SkillPattern, ...] | None = Field(
+        None, description="Skill URI globs. Unset: any; []: none."
+    )
+    deny: tuple[SkillPattern, ...] = Field((), description="Skill URI globs; deny beats allow.")
+    deny_digests: tuple[Digest, ...] = Field(
+        (), description="Any file with one of these digests blocks its skill."
+    )
+    dynamic: DynamicMode | None = Field(
+        None, description='Skills whose resources are "dynamic": "deny" or "prompt".'
+    )
+
+
+class ApprovalsTable(_Table):
+    """How long a person's approval may last."""
+
+    persist: PersistScope | None = Field(
+        None, description='The longest scope: "remember", "session" or "once".'
+    )
+    max_age_days: Annotated[int, Field(ge=0, le=36500)] | None = Field(
+        None, description="Approvals older than this many days are asked again."
+    )
+
+
+class GrantsTable(_Table):
+    """Whether a person may be asked for each grant at all."""
+
+    allowed_tools: GrantMode | None = Field(None, description='"prompt" or "never".')
+    execution: GrantMode | None = Field(None, description='"prompt" or "never".')
+    cross_origin: GrantMode | None = Field(None, description='"prompt" or "never".')
+
+
+class LimitsTable(_Table):
+    """Bounds on what is fetched and kept."""
+
+    max_skill_bytes: Annotated[int, Field(ge=SEP_MAX_SKILL_BYTES, le=2**40)] | None = Field(
+        None, description="Total bytes of one skill (at least SEP-2640's 16 MiB)."
+    )
+    cache_budget_mib: Annotated[int, Field(ge=0, le=2**20)] | None = Field(
+        None, description="MiB the disk cache keeps per server; 0 turns it off."
+    )
+    cache: CacheSwitch | None = Field(None, description='The disk cache: "on" or "off".')
+
+
+class KeyringTable(_Table):
+    """Where the approval store's key may live."""
+
+    require_recommended: bool | None = Field(
+        None,
+        description="true: approvals are remembered only with the OS keyring (a recommended "
+        "backend), never a key provider the host supplies.",
+    )
+
+
+class PinEntry(_Table):
+    """An administrator's pre-approval of exactly one skill's content."""
+
+    server: _Text = Field(description="A server label or transport identity (exact).")
+    skill: SkillUri = Field(description="The skill's SKILL.md URI (exact).")
+    content: Digest = Field(description="The digest-set hash `skillward pin` prints.")
+    grant_tools: bool = Field(False, description="Also grant the allowed-tools it requests.")
+
+
+class PolicyFile(_Table):
+    """One policy file, as the schema defines it."""
+
+    model_config = ConfigDict(
+        title="skillward policy", frozen=True, extra="forbid", strict=True, defer_build=True
+    )
+
+    version: Literal[1] = Field(1, description="The format version: 1.")
+    contact: str | None = Field(
+        None, min_length=1, max_length=500, description="Who to ask; shown in every denial."
+    )
+    # Factories, so that no table is built at import.
+    servers: ServersTable = Field(default_factory=ServersTable)
+    skills: SkillsTable = Field(default_factory=SkillsTable)
+    approvals: ApprovalsTable = Field(default_factory=ApprovalsTable)
+    grants: GrantsTable = Field(default_factory=GrantsTable)
+    limits: LimitsTable = Field(default_factory=LimitsTable)
+    keyring: KeyringTable = Field(default_factory=KeyringTable)
+    pins: tuple[PinEntry, ...] = ()
+
+
+#: The tables of a policy file, by key.
+TABLES: dict[str, type[_Table]] = {
+    "servers": ServersTable,
+    "skills": SkillsTable,
+    "approvals": ApprovalsTable,
+    "grants": GrantsTable,
+    "limits": LimitsTable,
+    "keyring": KeyringTable,
+}
+
+# What a bad value of each restricting key resolves to, and how to say so. A bad value of
+# ``skills.deny_digests`` cannot be a digest list, so it denies every skill instead.
+_STRICTEST: dict[tuple[str, str], tuple[str, object, str]] = {
+    ("servers", "allow"): ("allow", (), "no server is allowed"),
+    ("servers", "deny"): ("deny", ("*",), "every server is denied"),
+    ("skills", "allow"): ("allow", (), "no skill is allowed"),
+    ("skills", "deny"): ("deny", ("**",), "every skill is denied"),
+    ("skills", "deny_digests"): ("deny", ("**",), "every skill is denied"),
+    ("skills", "dynamic"): ("dynamic", "deny", 'read as "deny"'),
+    ("approvals", "persist"): ("persist", "once", 'read as "once"'),
+    ("approvals", "max_age_days"): ("max_age_days", 0, "read as 0: no approval outlives its use"),
+    ("grants", "allowed_tools"): ("allowed_tools", "never", 'read as "never"'),
+    ("grants", "execution"): ("execution", "never", 'read as "never"'),
+    ("grants", "cross_origin"): ("cross_origin", "never", 'read as "never"'),
+    ("limits", "max_skill_bytes"): (
+        "max_skill_bytes",
+        SEP_MAX_SKILL_BYTES,
+        f"read as {SEP_MAX_SKILL_BYTES} (SEP-2640's minimum)",
+    ),
+    ("limits", "cache_budget_mib"): ("cache_budget_mib", 0, "read as 0: the cache is off"),
+    ("limits", "cache"): ("cache", "off", 'read as "off"'),
+    ("keyring", "require_recommended"): ("require_recommended", True, "read as true"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyProblem:
+    """Something wrong in a policy file: a warning, or ``fatal`` (the file cannot be used)."""
+
+    source: str
+    line: int | None
+    message: str
+    fatal: bool = False
+
+    def __str__(self) -> str:
+        where = f"{self.source}:{self.line}" if self.line else self.source
+        return f"{where}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedPolicy:
+    """A policy file as read: its document (None when a fatal problem makes it unusable),
+    every problem found, and the line each key was set on."""
+
+    source: str
+    document: PolicyFile | None
+    problems: tuple[PolicyProblem, ...]
+    lines: Mapping[Path_, int]
+
+    @property
+    def fatal(self) -> PolicyProblem | None:
+        return next((p for p in self.problems if p.fatal), None)
+
+    def line(self, *path: str | int) -> int | None:
+        """The line ``path`` was set on, or the nearest enclosing table's."""
+        return _nearest(self.lines, path)
+
+
+def _nearest(lines: Mapping[Path_, int], path: Path_) -> int | None:
+    while path:
+        if path in lines:
+            return lines[path]
+        path = path[:-1]
+    return None
+
+
+def policy_keys() -> list[str]:
+    """Every restricting key, as ``table.key``, in schema order."""
+    return [f"{table}.{key}" for table, model in TABLES.items() for key in model.model_fields]
+
+
+def policy_schema() -> dict[str, Any]:
+    """The JSON Schema of a policy file (``skillward policy schema``).
+
+    TOML has no null: an optional key is one that may be left out, so the schema says
+    nothing of null.
+    """
+
+    def without_null(node: object) -> object:
+        if isinstance(node, list):
+            return [without_null(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        # A table's default spells out its unset keys as null: leave it out too.
+        out = {
+            k: without_null(v)
+            for k, v in node.items()
+            if not (k == "default" and (v is None or isinstance(v, dict)))
+        }
+        options = out.get("anyOf")
+        if isinstance(options, list) and {"type": "null"} in options:
+            rest = [o for o in options if o != {"type": "null"}]
+            del out["anyOf"]
+            if len(rest) == 1 and isinstance(rest[0], dict):
+                out = {**rest[0], **out}
+            else:
+                out["anyOf"] = rest
+        return out
+
+    schema = without_null(PolicyFile.model_json_schema())
+    assert isinstance(schema, dict)
+    return schema
+
+
+# --- locating keys in the text ---------------------------------------------------------------
+
+_ARRAY_TABLE = re.compile(r"\s*\[\[\s*([^\[\]#]+?)\s*\]\]")
+_TABLE = re.compile(r"\s*\[\s*([^\[\]#]+?)\s*\]")
+_ASSIGN = re.compile(
+    r"\s*((?:[A-Za-z0-9_\-]+|\"[^\"\n]*\"|'[^'\n]*')(?:\s*\.\s*(?:[A-Za-z0-9_\-]+|\"[^\"\n]*\"|'[^'\n]*'))*)\s*="
+)
+_TOML_ERROR_LINE = re.compile(r"at line (\d+)")
+
+
+def _key_path(text: str) -> tuple[str, ...]:
+    parts = re.findall(r"[A-Za-z0-9_\-]+|\"[^\"\n]*\"|'[^'\n]*'", text)
+    return tuple(part.strip("\"'") for part in parts)
+
+
+def _locate(text: str) -> dict[Path_, int]:
+    """Where each key and table is set, by its path (``("pins", 0, "server")``).
+
+    Only for messages: a line this misses is reported as its table's line instead.
+    """
+    found: dict[Path_, int] = {}
+    table: Path_ = ()
+    arrays: dict[tuple[str, ...], int] = {}
+    in_string: str | None = None
+    for number, line in enumerate(text.splitlines(), 1):
+        if in_string is not None:
+            if line.count(in_string) % 2 == 1:
+                in_string = None
+            continue
+        if match := _ARRAY_TABLE.match(line):
+            name = _key_path(match.group(1))
+            index = arrays.get(name, -1) + 1
+            arrays[name] = index
+            table = (*name, index)
+        elif match := _TABLE.match(line):
+            table = _key_path(match.group(1))
+        elif match := _ASSIGN.match(line):
+            found.setdefault((*table, *_key_path(match.group(1))), number)
+            rest = line[match.end() :]
+            for quote in ('"""', "'''"):
+                if rest.count(quote) % 2 == 1:
+                    in_string = quote
+            continue
+        else:
+            continue
+        found.setdefault(table, number)
+    return found
+
+
+# One TOML token: a string (multi-line first), a comment, punctuation, a bare value, space.
+_TOKEN = re.compile(
+    r'"""(?:[^\\]|\\.)*?"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\''
+    r"|#[^\n]*|[\[\]{},]|[^\s\[\]{},#\"']+|\s+",
+    re.DOTALL,
+)
+
+
+def _element_offsets(text: str, start: int, key: str) -> list[int] | None:
+    """Where each element of the array assigned to ``key`` at offset ``start`` begins.
+
+    One pass over the array's tokens, so a long list costs no more than its text. None
+    if ``start`` does not assign ``key`` an array.
+    """
+    assign = _ASSIGN.match(text, start)
+    if assign is None or _key_path(assign.group(1))[-1:] != (key,):
+        return None
+    pos, depth, expecting = assign.end(), 0, False
+    found: list[int] = []
+    while (token := _TOKEN.match(text, pos)) is not None:
+        at, pos = pos, token.end()
+        first = text[at]
+        if first.isspace() or first == "#":
+            continue
+        if depth == 0:
+            if first != "[":
+                return None
+            depth, expecting = 1, True
+            continue
+        if depth == 1:
+            if first == "]":
+                return found
+            if first == ",":
+                expecting = True
+                continue
+            if expecting:
+                found.append(at)
+                expecting = False
+        if first in "[{":
+            depth += 1
+        elif first in "]}":
+            depth -= 1
+    return None
+
+
+# --- reading --------------------------------------------------------------------------------
+
+
+def _shown(value: object) -> str:
+    return printable(repr(value), limit=80)
+
+
+def _unpack(annotation: Any) -> tuple[bool, Any]:
+    """(is a list, the element or value type) of a field's annotation, None removed."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        annotation = next(a for a in get_args(annotation) if a is not type(None))
+    if get_origin(annotation) is tuple:
+        return True, get_args(annotation)[0]
+    return False, annotation
+
+
+_ADAPTERS: dict[Any, TypeAdapter[Any]] = {}
+
+
+def _adapter(annotation: Any) -> TypeAdapter[Any]:
+    key = repr(annotation)
+    if key not in _ADAPTERS:
+        _ADAPTERS[key] = TypeAdapter(annotation, config=ConfigDict(strict=True))
+    return _ADAPTERS[key]
+
+
+def _reason(error: ValidationError) -> str:
+    """Why a value is bad, without quoting it (the caller quotes it, escaped)."""
+    first = error.errors(include_url=False, include_input=False)[0]
+    return str(first.get("msg", "invalid")).lower()
+
+
+class _Reader:
+    def __init__(self, source: str, text: str | None) -> None:
+        self.source = source
+        self.text = text
+        self.lines = _locate(text) if text is not None else {}
+        self.problems: list[PolicyProblem] = []
+        # The offset each line starts at (line 1 at index 0), counted as _locate counts.
+        self._starts: list[int] | None = None
+
+    def entry_lines(self, path: Path_, count: int) -> list[int | None]:
+        """The line of each of the ``count`` entries of the list at ``path``; the key's
+        line for any that cannot be told apart."""
+        start = self.lines.get(path)
+        if start is None or self.text is None:
+            return [self.line(*path)] * count
+        if self._starts is None:
+            lengths = (len(line) for line in self.text.splitlines(keepends=True))
+            self._starts = list(itertools.accumulate(lengths, initial=0))
+        offsets = _element_offsets(self.text, self._starts[start - 1], str(path[-1]))
+        if offsets is None or len(offsets) != count:
+            return [start] * count
+        return [bisect.bisect_right(self._starts, offset) for offset in offsets]
+
+    def line(self, *path: str | int) -> int | None:
+        return _nearest(self.lines, path)
+
+    def warn(
+        self, path: Path_, message: str, *, line: int | None = None, fatal: bool = False
+    ) -> None:
+        where = line if line is not None else self.line(*path)
+        self.problems.append(PolicyProblem(self.source, where, message, fatal))
+
+    def unknown(self, path: Path_, known: Callable[[str], bool], value: Mapping[str, Any]) -> None:
+        for key in value:
+            if not known(key):
+                name = ".".join(str(p) for p in (*path, key))
+                self.warn((*path, key), f"unknown key {printable(name, limit=80)!r} is ignored")
+
+    def table(self, name: str, model: type[_Table], raw: object) -> dict[str, Any]:
+        """A table's keys, each checked on its own."""
+        if not isinstance(raw, dict):
+            clean: dict[str, Any] = {}
+            self.warn(
+                (name,),
+                f"[{name}] is not a table; each of its restricting keys is at its strictest",
+            )
+            for field_name in model.model_fields:
+                strictest = _STRICTEST.get((name, field_name))
+                if strictest is not None:
+                    self._strictest(clean, name, strictest, self.line(name))
+            return clean
+        self.unknown((name,), lambda k: k in model.model_fields, raw)
+        clean = {}
+        for field_name, info in model.model_fields.items():
+            if field_name in raw:
+                self.field(clean, name, field_name, info.annotation, raw[field_name])
+        return clean
+
+    def _strictest(
+        self, clean: dict[str, Any], table: str, rule: tuple[str, object, str], line: int | None
+    ) -> None:
+        target, value, _ = rule
+        if not isinstance(value, tuple):
+            clean[target] = value
+            return
+        held = clean.get(target, ())
+        added = tuple(v for v in value if v not in held)
+        for index in range(len(held), len(held) + len(added)):
+            if line is not None:
+                self.lines[(table, target, index)] = line
+        clean[target] = (*held, *added)
+
+    def field(
+        self, clean: dict[str, Any], table: str, name: str, annotation: Any, raw: object
+    ) -> None:
+        is_list, item = _unpack(annotation)
+        key = f"{table}.{name}"
+        path: Path_ = (table, name)
+        strictest = _STRICTEST.get((table, name))
+        if is_list:
+            if not isinstance(raw, list):
+                self._bad(
+                    clean, path=path, key=key, raw=raw, why="is not a list", strictest=strictest
+                )
+                return
+            kept: list[object] = []
+            lines = self.entry_lines(path, len(raw))
+            for index, entry in enumerate(raw):
+                line = lines[index]
+                try:
+                    kept.append(_adapter(item).validate_python(entry))
+                except ValidationError as error:
+                    self.warn(
+                        path,
+                        f"{key}: entry {index + 1} ({_shown(entry)}) is dropped: {_reason(error)}",
+                        line=line,
+                    )
+                    continue
+                if line is not None:
+                    self.lines[(*path, len(kept) - 1)] = line
+            clean[name] = tuple(kept)
+            return
+        try:
+            clean[name] = _adapter(item).validate_python(raw)
+        except ValidationError as error:
+            self._bad(clean, path=path, key=key, raw=raw, why=_reason(error), strictest=strictest)
+
+    def _bad(
+        self,
+        clean: dict[str, Any],
+        *,
+        path: Path_,
+        key: str,
+        raw: object,
+        why: str,
+        strictest: tuple[str, object, str] | None,
+    ) -> None:
+        if strictest is None:
+            self.warn(path, f"{key} = {_shown(raw)} is ignored: {why}")
+            return
+        self._strictest(clean, str(path[0]), strictest, self.line(*path))
+        self.warn(path, f"{key} = {_shown(raw)} is not valid ({why}); {strictest[2]}")
+
+    def pins(self, raw: object) -> tuple[PinEntry, ...]:
+        if not isinstance(raw, list):
+            self.warn(("pins",), "pins is not a list of [[pins]] tables; no pin applies")
+            return ()
+        kept: list[PinEntry] = []
+        for index, entry in enumerate(raw):
+            path: Path_ = ("pins", index)
+            if not isinstance(entry, dict):
+                self.warn(path, f"pin {index + 1} is not a table; it is dropped")
+                continue
+            self.unknown(path, lambda k: k in PinEntry.model_fields, entry)
+            fields = {k: v for k, v in entry.items() if k in PinEntry.model_fields}
+            try:
+                kept.append(PinEntry.model_validate(fields))
+            except ValidationError as error:
+                problem = error.errors(include_url=False, include_input=False)[0]
+                where = ".".join(str(p) for p in problem.get("loc", ()))
+                self.warn(
+                    path,
+                    f"pin {index + 1} is dropped: {where or 'it'}: {_reason(error)}",
+                )
+        return tuple(kept)
+
+    def document(self, data: Mapping[str, Any]) -> PolicyFile | None:
+        self.unknown((), lambda k: k in PolicyFile.model_fields, data)
+        version = data.get("version")
+        if "version" not in data:
+            self.warn((), f"version is not set; read as version {VERSION}", line=1)
+        elif type(version) is not int or version != VERSION:
+            self.warn(
+                ("version",),
+                f"version {_shown(version)} is not one this skillward reads ({VERSION})" + UNUSABLE,
+                fatal=True,
+            )
+            return None
+        clean: dict[str, Any] = {}
+        contact = data.get("contact")
+        if "contact" in data:
+            if isinstance(contact, str) and 0 < len(contact) <= 500:
+                clean["contact"] = contact
+            else:
+                self.warn(
+                    ("contact",), "contact is ignored: it must be a string of 1 to 500 characters"
+                )
+        for name, model in TABLES.items():
+            if name in data:
+                clean[name] = model.model_validate(self.table(name, model, data[name]))
+        if "pins" in data:
+            clean["pins"] = self.pins(data["pins"])
+        return PolicyFile.model_validate(clean)
+
+
+def parse_policy_data(
+    data: Mapping[str, Any], source: str, *, text: str | None = None
+) -> ParsedPolicy:
+    """Check already-decoded policy data (from TOML, or a host's mapping) key by key."""
+    reader = _Reader(source, text)
+    if not isinstance(data, Mapping):
+        reader.warn((), "a policy must be a table of keys", fatal=True)
+        return ParsedPolicy(source, None, tuple(reader.problems), reader.lines)
+    document = reader.document(data)
+    return ParsedPolicy(source, document, tuple(reader.problems), reader.lines)
+
+
+def parse_policy(text: str, source: str) -> ParsedPolicy:
+    """Read one policy file's text. Never raises for what the text holds: a file that is
+    not TOML comes back with a fatal problem naming the line."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        found = _TOML_ERROR_LINE.search(str(error))
+        line = int(found.group(1)) if found else None
+        if line is None and "end of document" in str(error):
+            line = max(1, len(text.splitlines()))
+        message = f"not valid TOML: {printable(str(error), limit=200)}{UNUSABLE}"
+        return ParsedPolicy(source, None, (PolicyProblem(source, line, message, True),), {})
+    except RecursionError:
+        message = "nested too deeply to read" + UNUSABLE
+        return ParsedPolicy(source, None, (PolicyProblem(source, None, message, True),), {})
+    return parse_policy_data(data, source, text=text)

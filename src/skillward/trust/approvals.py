@@ -1,0 +1,1029 @@
+"""Approvals: whether a skill may be activated, and what an approval binds to.
+
+Every activation asks an :class:`Approver`. The default, :class:`DenyAll`, says
+no, so a host that wires nothing up loads nothing. Approval is per skill:
+approving an enclosing skill never approves a skill nested in it
+(:attr:`ActivationRequest.nested_in` tells the approver so).
+
+Approvals that outlive one activation are **content-bound** (SEP-2640). An
+:class:`ApprovalRecord` is keyed by (host label, skill URI) and binds the server's
+transport identity, the entry's whole sorted (uri, digest, size) set and its
+frontmatter. :func:`assess` is the decision, a pure function of (entry, transport
+identity, record): approved, changed (with the difference), or never approved.
+Any difference revokes, and a revoked record is never honoured again.
+
+:class:`ApprovalBook` is the :class:`Approver` that remembers: ``session``
+approvals in memory, ``remember`` approvals in an :class:`ApprovalStorage` (the
+keyring-authenticated file in ``_store.py``), and a :class:`Prompter` for the rest.
+
+Grants beyond activation (the ``allowed-tools`` a skill requests, host code
+execution while acting on it) are given separately and explicitly, live in the
+same content-bound record, and go with it when it is revoked. An approver that
+holds grants is :class:`Granting`; one that is not grants nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import json
+import logging
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import anyio
+import anyio.to_thread
+from pydantic import BaseModel, ConfigDict, Field
+
+from skillward.core.errors import PolicyDenied, RememberUnavailable
+from skillward.core.frontmatter import allowed_tools
+from skillward.core.origins import SkillKey
+from skillward.core.registry import SkillRecord
+from skillward.core.verify import sha256_digest
+from skillward.core.wire import SkillEntry
+from skillward.trust.audit import AuditTrail
+
+__all__ = [
+    "ActivationRequest",
+    "Answer",
+    "ApprovalBook",
+    "ApprovalRecord",
+    "ApprovalRules",
+    "ApprovalStorage",
+    "ApproveOnce",
+    "Approved",
+    "Approver",
+    "Change",
+    "Changed",
+    "Decision",
+    "DenyAll",
+    "FileBinding",
+    "Granting",
+    "Grants",
+    "NeverApproved",
+    "Prompter",
+    "Question",
+    "Revocable",
+    "Scope",
+    "SkillMdViewer",
+    "UnsafeApproveAll",
+    "Verdict",
+    "assess",
+    "content_hash",
+    "content_set",
+    "describe_scope",
+    "entry_content",
+    "frontmatter_digests",
+    "record_for",
+    "revoke_approval",
+]
+
+logger = logging.getLogger("skillward")
+
+Clock = Callable[[], float]
+
+
+class Decision(enum.Enum):
+    APPROVE = "approve"
+    DENY = "deny"
+
+
+class Scope(enum.Enum):
+    """How long an approval lasts."""
+
+    #: This activation only; nothing is recorded.
+    ONCE = "once"
+    #: Until the approver (and the ``SkillHost`` using it) is gone; kept in memory.
+    SESSION = "session"
+    #: Persisted in the approval store, until the content changes or it is revoked.
+    REMEMBER = "remember"
+
+
+_SCOPE_RANK = {Scope.ONCE: 0, Scope.SESSION: 1, Scope.REMEMBER: 2}
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRules:
+    """What a policy lets approvals be (``EffectivePolicy.approval_rules``).
+
+    The default restricts nothing.
+    """
+
+    #: The longest scope an approval may be recorded for.
+    max_scope: Scope = Scope.REMEMBER
+    #: Why the scope is capped: the rule, its file and the contact.
+    scope_reason: str = ""
+    #: Seconds after which a recorded approval is no longer honoured (None: no limit).
+    max_age: float | None = None
+    #: Why nothing may be remembered, whatever the store says (None: it may).
+    remember_refused: str | None = None
+    #: Recorded with every approval (``ApprovalRecord.policy_version``).
+    version: str = ""
+
+    def allows(self, scope: Scope) -> bool:
+        return _SCOPE_RANK[scope] <= _SCOPE_RANK[self.max_scope]
+
+
+def entry_content(entry: SkillEntry) -> frozenset[tuple[str, str]] | None:
+    """The full (uri, digest) set of an entry; None for a dynamic skill."""
+    if entry.is_dynamic:
+        return None
+    return frozenset((item.uri, item.digest) for item in entry.manifest.values())
+
+
+def content_set(record: SkillRecord) -> frozenset[tuple[str, str]] | None:
+    """The (uri, digest) set an approval binds to; None for a dynamic or local skill."""
+    return entry_content(record.entry) if record.entry is not None else None
+
+
+class SkillMdViewer(Protocol):
+    """Fetches a skill's SKILL.md and verifies it against the entry, for a person to read.
+
+    The host supplies it; what it returns is shown to the person deciding and is
+    never placed in the model's context.
+    """
+
+    async def __call__(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ActivationRequest:
+    """What a person is asked to approve: one skill, as its entry describes it."""
+
+    record: SkillRecord
+    #: Skills (same origin) whose directory encloses this one: their approval does not count.
+    nested_in: tuple[SkillKey, ...] = ()
+    #: How the server is reached (``ServerSpec.identity``); None for a local skill.
+    identity: str | None = None
+    #: Collisions that involve this skill (same names elsewhere, look-alike paths or labels).
+    collisions: tuple[str, ...] = ()
+    #: False when an administrator's policy forbids granting the tools it requests.
+    tools_grantable: bool = True
+    #: Shows SKILL.md to the person before they decide (never to the model).
+    viewer: SkillMdViewer | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def key(self) -> SkillKey:
+        return self.record.key
+
+    @property
+    def allowed_tools(self) -> object:
+        """The ``allowed-tools`` the skill requests (a request, never a grant)."""
+        entry = self.record.entry
+        return entry.frontmatter.as_dict().get("allowed-tools") if entry else None
+
+    @property
+    def requested_tools(self) -> tuple[str, ...]:
+        """``allowed-tools`` parsed as the Agent Skills spec writes it (a request only)."""
+        entry = self.record.entry
+        return allowed_tools(entry.frontmatter.as_dict()) if entry else ()
+
+    @property
+    def hooks(self) -> object:
+        """The ``hooks`` the frontmatter declares (shown; never run, never granted)."""
+        entry = self.record.entry
+        return entry.frontmatter.as_dict().get("hooks") if entry else None
+
+    @property
+    def nested_skill_files(self) -> tuple[str, ...]:
+        """Other ``SKILL.md`` files inside this skill: plain files, not skills it approves."""
+        entry = self.record.entry
+        if entry is None:
+            return ()
+        return tuple(
+            sorted(u for u in entry.manifest if u != entry.uri and u.endswith("/SKILL.md"))
+        )
+
+    @property
+    def content(self) -> frozenset[tuple[str, str]] | None:
+        return content_set(self.record)
+
+
+class Approver(Protocol):
+    """Decides whether one activation may go ahead."""
+
+    async def decide(self, request: ActivationRequest) -> Decision: ...
+
+
+@runtime_checkable
+class Granting(Protocol):
+    """An approver that holds grants beyond activation, bound to the approved content.
+
+    The host uses it when it is there: ``consent`` for an activation (the decision
+    and the grants given with it), ``held`` for what a recorded approval grants now
+    without asking (None when no record approves exactly this content), and
+    ``add_grant`` to remember a grant the person chose to keep with the skill's
+    approval. An approver without these methods grants nothing.
+    """
+
+    async def consent(self, request: ActivationRequest) -> Answer: ...
+
+    async def held(self, request: ActivationRequest) -> Grants | None: ...
+
+    async def add_grant(self, request: ActivationRequest, grants: Grants) -> bool: ...
+
+
+@runtime_checkable
+class Revocable(Protocol):
+    """An approver that holds approvals the host can revoke (after ``SkillChanged``)."""
+
+    async def revoke(self, key: SkillKey, *, reason: str) -> None: ...
+
+
+async def revoke_approval(approver: Approver, key: SkillKey, *, reason: str) -> None:
+    """Revoke what ``approver`` holds for ``key``, if it holds anything."""
+    if isinstance(approver, Revocable):
+        await approver.revoke(key, reason=reason)
+
+
+class DenyAll:
+    """The default: nothing is approved."""
+
+    async def decide(self, request: ActivationRequest) -> Decision:
+        return Decision.DENY
+
+
+class ApproveOnce:
+    """Approves the activations of the named skills (for example ``--approve-once``).
+
+    The person chose these skills explicitly, after seeing them; anything else,
+    nested skills included, is denied.
+    """
+
+    def __init__(self, keys: Collection[SkillKey]) -> None:
+        self._keys = frozenset(keys)
+
+    async def decide(self, request: ActivationRequest) -> Decision:
+        return Decision.APPROVE if request.record.key in self._keys else Decision.DENY
+
+
+class UnsafeApproveAll:
+    """Approves everything without asking anyone. For tests and demos only; warns every time."""
+
+    async def decide(self, request: ActivationRequest) -> Decision:
+        logger.warning(
+            "UnsafeApproveAll approved %s:%s without asking anyone",
+            request.record.origin.label,
+            request.record.key.locator,
+        )
+        return Decision.APPROVE
+
+
+# --- the record and the decision ------------------------------------------------------------
+
+
+class _Frozen(BaseModel):
+    # Built on first use, not at import (see skillward.core.wire.WireModel).
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
+
+
+class FileBinding(_Frozen):
+    """One file of the approved entry."""
+
+    uri: str
+    digest: str
+    size: int
+
+
+class Grants(_Frozen):
+    """What an approval grants beyond activation; both need their own explicit consent."""
+
+    #: ``allowed-tools`` the person granted, as written in the frontmatter.
+    tools: tuple[str, ...] = ()
+    #: Host code execution while acting on the skill.
+    execution: bool = False
+
+
+class ApprovalRecord(_Frozen):
+    """An approval as recorded: bound to the server and the entry seen when it was given."""
+
+    label: str
+    uri: str
+    #: Shown to people; not part of the binding (the frontmatter is).
+    name: str
+    identity: str
+    #: The sorted (uri, digest, size) set; None for a dynamic skill (session scope only).
+    files: tuple[FileBinding, ...] | None
+    frontmatter_digest: str
+    #: (field, digest of its value) for each top-level frontmatter field, sorted.
+    frontmatter_fields: tuple[tuple[str, str], ...]
+    grants: Grants = Field(default_factory=Grants)  # a factory: nothing built at import
+    scope: Scope
+    granted_at: float
+    policy_version: str = ""
+    #: Why it was revoked. A revoked record is never honoured again.
+    revoked: str | None = None
+
+    @property
+    def key(self) -> SkillKey:
+        return SkillKey(self.label, self.uri)
+
+    @property
+    def content_hash(self) -> str | None:
+        """:func:`content_hash` of the entry this record binds (None for a dynamic skill)."""
+        if self.files is None:
+            return None
+        return _content_hash(self.uri, self.files, self.frontmatter_digest)
+
+
+def _canonical(value: object) -> bytes:
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode()
+
+
+def frontmatter_digests(
+    frontmatter: Mapping[str, object],
+) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """The digest of the whole frontmatter, and of each top-level field's value."""
+    fields = tuple(sorted((k, sha256_digest(_canonical(v))) for k, v in frontmatter.items()))
+    return sha256_digest(_canonical(dict(frontmatter))), fields
+
+
+def content_hash(entry: SkillEntry) -> str | None:
+    """One digest for exactly this content: the sorted (uri, digest, size) set and the
+    frontmatter. What ``skillward pin`` prints, policy pins match, and the audit trail
+    records. None for a dynamic skill, whose content nothing binds."""
+    bindings = _bindings(entry)
+    if bindings is None:
+        return None
+    frontmatter, _ = frontmatter_digests(entry.frontmatter.as_dict())
+    return _content_hash(entry.uri, bindings, frontmatter)
+
+
+def _content_hash(uri: str, bindings: Sequence[FileBinding], frontmatter: str) -> str:
+    files = [[b.uri, b.digest, b.size] for b in bindings]
+    return sha256_digest(_canonical({"files": files, "frontmatter": frontmatter, "uri": uri}))
+
+
+def _bindings(entry: SkillEntry) -> tuple[FileBinding, ...] | None:
+    if entry.is_dynamic:
+        return None
+    items = sorted(entry.manifest.values(), key=lambda item: item.uri)
+    return tuple(FileBinding(uri=i.uri, digest=i.digest, size=i.size) for i in items)
+
+
+def record_for(
+    entry: SkillEntry,
+    *,
+    label: str,
+    identity: str,
+    scope: Scope,
+    grants: Grants | None = None,
+    granted_at: float,
+    policy_version: str = "",
+) -> ApprovalRecord:
+    """The record of an approval of ``entry`` as served now by ``label`` at ``identity``."""
+    digest, fields = frontmatter_digests(entry.frontmatter.as_dict())
+    return ApprovalRecord(
+        label=label,
+        uri=entry.uri,
+        name=entry.name,
+        identity=identity,
+        files=_bindings(entry),
+        frontmatter_digest=digest,
+        frontmatter_fields=fields,
+        grants=grants or Grants(),
+        scope=scope,
+        granted_at=granted_at,
+        policy_version=policy_version,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """How the entry differs from the one approved."""
+
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    #: Same URI, different digest or size.
+    modified: tuple[str, ...] = ()
+    #: Top-level frontmatter fields added, removed or changed.
+    frontmatter: tuple[str, ...] = ()
+    #: (approved transport identity, current one) when the label now reaches another server.
+    server: tuple[str, str] | None = None
+    #: True when the skill became dynamic, False when it stopped being dynamic.
+    dynamic: bool | None = None
+    #: Why the approval was revoked, if it was.
+    revoked: str | None = None
+
+    def __bool__(self) -> bool:
+        return any(
+            (
+                self.added,
+                self.removed,
+                self.modified,
+                self.frontmatter,
+                self.server,
+                self.dynamic is not None,
+                self.revoked,
+            )
+        )
+
+    def summary(self, *, names: bool = True) -> str:
+        """One line for notes and logs; without ``names``, no server-written field names
+        (for the audit trail, which holds no skill content)."""
+        parts = [
+            f"{len(files)} {what}"
+            for files, what in (
+                (self.modified, "files changed"),
+                (self.added, "files added"),
+                (self.removed, "files removed"),
+            )
+            if files
+        ]
+        if self.frontmatter and names:
+            parts.append("frontmatter " + ", ".join(self.frontmatter[:10]) + " changed")
+        elif self.frontmatter:
+            parts.append(f"{len(self.frontmatter)} frontmatter fields changed")
+        if self.server:
+            parts.append("the label now reaches another server")
+        if self.dynamic is not None:
+            parts.append("now dynamic" if self.dynamic else "no longer dynamic")
+        if self.revoked:
+            parts.append(f"revoked ({self.revoked})" if names else "revoked before")
+        return "; ".join(parts) or "unchanged"
+
+
+@dataclass(frozen=True, slots=True)
+class Approved:
+    #: The record that approves it (None for a local skill approved this session).
+    record: ApprovalRecord | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Changed:
+    record: ApprovalRecord
+    change: Change
+
+
+@dataclass(frozen=True, slots=True)
+class NeverApproved:
+    pass
+
+
+Verdict = Approved | Changed | NeverApproved
+
+
+def _difference(
+    entry: SkillEntry, identity: str, record: ApprovalRecord, fields: Sequence[tuple[str, str]]
+) -> Change:
+    then = None if record.files is None else {f.uri: (f.digest, f.size) for f in record.files}
+    now = None if entry.is_dynamic else {i.uri: (i.digest, i.size) for i in entry.manifest.values()}
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    modified: tuple[str, ...] = ()
+    dynamic = None
+    if then is not None and now is not None:
+        added = tuple(sorted(now.keys() - then.keys()))
+        removed = tuple(sorted(then.keys() - now.keys()))
+        modified = tuple(sorted(u for u in now.keys() & then.keys() if now[u] != then[u]))
+    elif (then is None) != (now is None):
+        dynamic = now is None
+    before, after = dict(record.frontmatter_fields), dict(fields)
+    frontmatter = tuple(
+        sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    )
+    server = (record.identity, identity) if record.identity != identity else None
+    return Change(added, removed, modified, frontmatter, server, dynamic, record.revoked)
+
+
+def assess(entry: SkillEntry, identity: str, record: ApprovalRecord | None) -> Verdict:
+    """Whether ``record`` approves ``entry`` as served now at ``identity``. Pure.
+
+    Approved only when the record is for this URI, not revoked, and the server's
+    identity, every (uri, digest, size) and every frontmatter field are exactly
+    those approved. A remembered record never covers a dynamic skill.
+    """
+    return _assess(entry, identity, record, None)
+
+
+def _assess(
+    entry: SkillEntry,
+    identity: str,
+    record: ApprovalRecord | None,
+    fields: Sequence[tuple[str, str]] | None,
+) -> Verdict:
+    """:func:`assess`, given the entry's frontmatter field digests if already computed."""
+    if record is None or record.uri != entry.uri:
+        return NeverApproved()
+    if record.files is None and record.scope is not Scope.SESSION:
+        return NeverApproved()  # nothing binds its content: it approves nothing
+    if fields is None:
+        _, fields = frontmatter_digests(entry.frontmatter.as_dict())
+    change = _difference(entry, identity, record, fields)
+    if change:
+        return Changed(record, change)
+    return Approved(record)
+
+
+# --- asking, and remembering ----------------------------------------------------------------
+
+
+class ApprovalStorage(Protocol):
+    """Where ``remember`` approvals are kept. Blocking calls; the book runs them in a thread."""
+
+    def unavailable(self) -> str | None:
+        """Why nothing can be remembered now (naming the keyring), or None when it can."""
+
+    def get(self, key: SkillKey) -> ApprovalRecord | None:
+        """The record for ``key``, if the store is trustworthy and holds one."""
+
+    def put(self, record: ApprovalRecord, *, replaces: ApprovalRecord | None = None) -> None:
+        """Record ``record`` in place of any record for its key; raise RememberUnavailable.
+
+        With ``replaces``, only if the record stored for that key is still exactly
+        ``replaces`` (checked under the store's lock); otherwise raise RememberUnavailable.
+        """
+
+    def revoke(self, key: SkillKey, *, reason: str) -> bool:
+        """Mark the record for ``key`` revoked; True if there was one."""
+
+    def records(self) -> list[ApprovalRecord]:
+        """Every record, revoked ones included."""
+
+    def reset(self) -> None:
+        """Forget every record and start again with a new key."""
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One skill to ask about."""
+
+    request: ActivationRequest
+    #: What changed since the last approval, when there was one.
+    change: Change | None = None
+    #: Why ``remember`` cannot be offered, or None when it can.
+    remember_unavailable: str | None = None
+    #: The person already chose to grant the requested tools with the approval
+    #: (``skillward approve --grant-tools``): show them as granted, do not ask again.
+    grant_tools: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    decision: Decision
+    scope: Scope = Scope.ONCE
+    #: What is granted beyond activation; each grant is a separate, explicit choice.
+    grants: Grants = field(default_factory=Grants)
+    #: True when a recorded approval answered, without asking anyone.
+    held: bool = False
+
+
+def grantable(request: ActivationRequest, grants: Grants) -> Grants:
+    """``grants`` cut down to what ``request`` can be granted: only the tools its
+    frontmatter requests, and none when policy forbids tool grants."""
+    requested = request.requested_tools if request.tools_grantable else ()
+    tools = tuple(tool for tool in grants.tools if tool in requested)
+    return Grants(tools=tools, execution=grants.execution)
+
+
+def _denied() -> Answer:
+    # A function, not a constant: nothing is built at import.
+    return Answer(Decision.DENY)
+
+
+class Prompter(Protocol):
+    """Asks a person about one or more skills at once; one answer per question, in order."""
+
+    async def ask(self, questions: Sequence[Question]) -> Sequence[Answer]: ...
+
+
+@dataclass
+class _Waiting:
+    questions: list[Question]
+    answers: list[Answer] | None = None
+
+
+class ApprovalBook:
+    """An :class:`Approver` that remembers approvals, bound to content, and asks for the rest.
+
+    ``session`` approvals live in this object; ``remember`` approvals in ``store``
+    (``None``: nothing is remembered across processes). When remembering is not
+    possible (no usable keyring, a dynamic or local skill) the approval is kept for
+    the session instead, and ``notify`` is told once, with the reason. ``rules``
+    (from a policy) cap the scope an approval is recorded for and how long a record
+    is honoured.
+
+    Questions that arrive while a prompt is open wait and are asked together.
+
+    It is :class:`Granting`: the grants a person gives with an approval (the
+    requested tools) or later (execution while acting on the skill) are kept in
+    the approval's record, so a change to the skill revokes them with it.
+    Approvals it records outside a host (:meth:`review`, :meth:`grant`) and
+    revocations go to ``audit``; a host records the decisions it asks for itself.
+    """
+
+    def __init__(
+        self,
+        prompter: Prompter,
+        *,
+        store: ApprovalStorage | None = None,
+        clock: Clock = time.time,
+        policy_version: str = "",
+        notify: Callable[[str], None] | None = None,
+        audit: AuditTrail | None = None,
+        rules: ApprovalRules | None = None,
+    ) -> None:
+        self.prompter = prompter
+        self.store = store
+        self.clock = clock
+        self.rules = rules or ApprovalRules()
+        self.policy_version = policy_version or self.rules.version
+        self.audit = audit or AuditTrail(clock=clock)
+        self._notify = notify or logger.warning
+        self._said: set[str] = set()
+        self._session: dict[SkillKey, ApprovalRecord] = {}
+        self._local: set[SkillKey] = set()
+        # Revoked in this process, whether or not the store could be written.
+        self._revoked: dict[SkillKey, str] = {}
+        self._waiting: list[_Waiting] = []
+        self._prompting: anyio.Lock | None = None
+        # Decisions still looking at what is recorded; a prompt waits for them to join it.
+        self._deciding = 0
+        self._settled: anyio.Event | None = None
+
+    # --- Approver and Granting ---------------------------------------------------------
+
+    async def decide(self, request: ActivationRequest) -> Decision:
+        return (await self.answers([request]))[0].decision
+
+    async def decide_many(self, requests: Sequence[ActivationRequest]) -> list[Decision]:
+        """Decide several activations, asking about every unapproved one in one prompt."""
+        return [answer.decision for answer in await self.answers(requests)]
+
+    async def consent(self, request: ActivationRequest) -> Answer:
+        """The decision on one activation, with the grants given or held with it."""
+        return (await self.answers([request]))[0]
+
+    async def answers(self, requests: Sequence[ActivationRequest]) -> list[Answer]:
+        """Like :meth:`decide_many`, with each answer's scope and grants.
+
+        An approval already recorded answers without asking (``held``), with the
+        grants its record holds; the rest are asked about together.
+        """
+        answers: list[Answer | None] = [None] * len(requests)
+        asked: list[tuple[int, Question]] = []
+        self._deciding += 1
+        try:
+            for index, request in enumerate(requests):
+                verdict = await self.verdict(request)
+                if isinstance(verdict, Approved):
+                    held = verdict.record
+                    answers[index] = Answer(
+                        Decision.APPROVE,
+                        held.scope if held is not None else Scope.SESSION,
+                        grantable(request, held.grants) if held is not None else Grants(),
+                        held=True,
+                    )
+                    continue
+                change = verdict.change if isinstance(verdict, Changed) else None
+                asked.append((index, await self.question(request, change)))
+        finally:
+            self._deciding -= 1
+            if self._deciding == 0 and self._settled is not None:
+                self._settled.set()
+        replies = await self._ask([question for _, question in asked])
+        for (index, question), reply in zip(asked, replies, strict=True):
+            answer = self._granted(question.request, reply)
+            if answer.decision is Decision.APPROVE:
+                # The scope it was recorded in: remember may have become session or once.
+                scope = await self._record(question.request, answer, strict=False)
+                answer = dataclasses.replace(answer, scope=scope)
+            answers[index] = answer
+        return [a if a is not None else _denied() for a in answers]
+
+    async def held(self, request: ActivationRequest) -> Grants | None:
+        """The grants a recorded approval of exactly this content holds now (asks no
+        one); None when no record approves it."""
+        verdict = await self.verdict(request)
+        if isinstance(verdict, Approved) and verdict.record is not None:
+            return grantable(request, verdict.record.grants)
+        return None
+
+    async def add_grant(self, request: ActivationRequest, grants: Grants) -> bool:
+        """Add ``grants`` to the recorded approval of exactly this content, in its own
+        scope. False when nothing records one (an approval given once, a local skill,
+        or content that changed): the grant cannot be remembered then."""
+        verdict = await self.verdict(request)
+        record = verdict.record if isinstance(verdict, Approved) else None
+        if record is None:
+            return False
+        given = grantable(request, grants)
+        merged = Grants(
+            tools=tuple(dict.fromkeys((*record.grants.tools, *given.tools))),
+            execution=record.grants.execution or given.execution,
+        )
+        updated = record.model_copy(update={"grants": merged})
+        if record.scope is Scope.REMEMBER:
+            try:
+                # Only over the record read above: never over a revocation written since.
+                await self._put(updated, replaces=record)
+            except RememberUnavailable as error:
+                self.say(f"the grant is not remembered: {error.message}")
+                return False
+        else:
+            self._session[request.key] = updated
+        return True
+
+    async def review(self, request: ActivationRequest, *, grant_tools: bool = False) -> Answer:
+        """Ask about ``request`` whatever is recorded (``skillward approve``), and record it.
+
+        ``grant_tools``: the person asked for the requested tools to be granted with
+        the approval; the prompt shows them as granted instead of asking.
+        """
+        verdict = await self.verdict(request)
+        change = verdict.change if isinstance(verdict, Changed) else None
+        question = await self.question(request, change)
+        if grant_tools:
+            question = dataclasses.replace(question, grant_tools=True)
+        (answer,) = await self._ask([question])
+        if grant_tools and answer.decision is Decision.APPROVE:
+            tools = Grants(tools=request.requested_tools, execution=answer.grants.execution)
+            answer = dataclasses.replace(answer, grants=tools)
+        answer = self._granted(request, answer)
+        if answer.decision is Decision.APPROVE:
+            # The scope it was recorded in: remember may have become session.
+            answer = dataclasses.replace(
+                answer, scope=await self._record(request, answer, strict=False)
+            )
+        self._audit_answer(request, answer)
+        return answer
+
+    async def grant(self, request: ActivationRequest, answer: Answer) -> Scope:
+        """Record an approval the person gave without a prompt (``approve --yes``).
+
+        Unlike a prompt's answer, ``remember`` is not quietly narrowed to the
+        session: it raises :class:`~skillward.core.errors.RememberUnavailable`.
+        """
+        answer = self._granted(request, answer)
+        scope = await self._record(request, answer, strict=True)
+        self._audit_answer(request, dataclasses.replace(answer, scope=scope))
+        return scope
+
+    async def revoke(self, key: SkillKey, *, reason: str, change: Change | None = None) -> None:
+        """Revoke every approval of ``key``: the session's and the stored one."""
+        self._revoked[key] = reason
+        self._local.discard(key)
+        held = self._session.get(key)
+        if held is not None and held.revoked is None:
+            self._session[key] = held.model_copy(update={"revoked": reason})
+        stored: ApprovalRecord | None = None
+        if self.store is not None:
+            store = self.store
+            try:
+                stored = await self._stored(key)
+                await anyio.to_thread.run_sync(lambda: store.revoke(key, reason=reason))
+            except RememberUnavailable as error:
+                logger.warning(
+                    "could not record the revocation of %s:%s (%s); it holds in this process",
+                    key.origin,
+                    key.locator,
+                    error.message,
+                )
+        record = held or stored
+        self.audit.record(
+            "revocation",
+            "revoked",
+            label=key.origin,
+            identity=record.identity if record is not None else None,
+            skill_uri=key.locator,
+            content_hash=record.content_hash if record is not None else None,
+            reason=change.summary(names=False) if change is not None else "revoked",
+        )
+
+    def _granted(self, request: ActivationRequest, answer: Answer) -> Answer:
+        """A prompter's answer, granting only what the request can be granted."""
+        if answer.decision is not Decision.APPROVE:
+            return Answer(Decision.DENY)
+        return dataclasses.replace(answer, grants=grantable(request, answer.grants), held=False)
+
+    def _audit_answer(self, request: ActivationRequest, answer: Answer) -> None:
+        """Record a person's answer given outside a host: the approval, then each grant."""
+        entry = request.record.entry
+        record = functools.partial(
+            self.audit.record,
+            label=request.key.origin,
+            identity=request.identity,
+            skill_uri=request.key.locator,
+            content_hash=content_hash(entry) if entry is not None else None,
+        )
+        if answer.decision is not Decision.APPROVE:
+            record("denial", "denied", reason="the person denied it", gate="activation")
+            return
+        scope = answer.scope.value
+        record(
+            "approval", "approved", reason="approved by the person", gate="activation", scope=scope
+        )
+        if answer.grants.tools:
+            record(
+                "grant",
+                "granted",
+                gate="allowed_tools",
+                reason=f"{len(answer.grants.tools)} requested tools granted",
+                scope=scope,
+            )
+
+    # --- what is recorded -----------------------------------------------------------------
+
+    async def verdict(self, request: ActivationRequest) -> Verdict:
+        """The decision from what is recorded, without asking anyone."""
+        record, entry = request.record, request.record.entry
+        if entry is None:
+            held = record.key in self._local
+            return Approved() if held else NeverApproved()
+        if request.identity is None:
+            return NeverApproved()
+        session = self._honoured(self._session.get(record.key), Scope.SESSION)
+        stored = None
+        if self.rules.allows(Scope.REMEMBER):
+            stored = self._honoured(await self._stored(record.key), Scope.REMEMBER)
+        if stored is not None and record.key in self._revoked and stored.revoked is None:
+            stored = stored.model_copy(update={"revoked": self._revoked[record.key]})
+        records = [r for r in (session, stored) if r is not None]
+        if not records:
+            return NeverApproved()
+        _, fields = frontmatter_digests(entry.frontmatter.as_dict())  # once for both records
+        verdicts = [_assess(entry, request.identity, r, fields) for r in records]
+        for verdict in verdicts:
+            if isinstance(verdict, Approved):
+                return verdict
+        changed = next((v for v in verdicts if isinstance(v, Changed)), None)
+        if changed is None:
+            return NeverApproved()
+        if changed.record.revoked is None:
+            # Any difference revokes, whoever looks (a host, `skillward approve`, a grant).
+            change = changed.change
+            await self.revoke(record.key, reason=change.summary(), change=change)
+        return changed
+
+    def _honoured(self, record: ApprovalRecord | None, scope: Scope) -> ApprovalRecord | None:
+        """``record``, unless the rules no longer allow its scope or it is too old, or
+        (remembered) the policy refuses the store it is kept in."""
+        if record is None or not self.rules.allows(scope):
+            return None
+        if scope is Scope.REMEMBER and self.rules.remember_refused is not None:
+            return None
+        max_age = self.rules.max_age
+        if max_age is not None and self.clock() - record.granted_at > max_age:
+            return None
+        return record
+
+    async def _stored(self, key: SkillKey) -> ApprovalRecord | None:
+        store = self.store
+        if store is None:
+            return None
+        return await anyio.to_thread.run_sync(lambda: store.get(key))
+
+    async def question(self, request: ActivationRequest, change: Change | None) -> Question:
+        return Question(request, change, await self.remember_unavailable(request))
+
+    async def remember_unavailable(self, request: ActivationRequest) -> str | None:
+        """Why an approval of ``request`` cannot be remembered, or None."""
+        entry = request.record.entry
+        if entry is None:
+            return "local skills are approved for this session at most"
+        if entry.is_dynamic:
+            return "a dynamic skill cannot be bound to its content, so at most this session"
+        if request.identity is None:
+            return "the host did not say how the server is reached"
+        if not self.rules.allows(Scope.REMEMBER):
+            return self.rules.scope_reason
+        if self.rules.remember_refused is not None:
+            return self.rules.remember_refused
+        if self.store is None:
+            return "no approval store is configured"
+        store = self.store
+        return await anyio.to_thread.run_sync(store.unavailable)
+
+    def check_scope(self, scope: Scope, key: SkillKey) -> None:
+        """Raise PolicyDenied if the rules do not let an approval of ``key`` last ``scope``."""
+        why = None
+        if not self.rules.allows(scope):
+            why = self.rules.scope_reason
+        elif scope is Scope.REMEMBER and self.rules.remember_refused is not None:
+            why = self.rules.remember_refused
+        if why is not None:
+            raise PolicyDenied(
+                f"an approval for {scope.value!r} is not allowed: {why}",
+                server=key.origin,
+                uri=key.locator,
+                hint="Approve for a shorter scope, or ask the policy's contact.",
+            )
+
+    async def _record(self, request: ActivationRequest, answer: Answer, *, strict: bool) -> Scope:
+        scope = answer.scope
+        if strict:
+            self.check_scope(scope, request.key)
+        elif not self.rules.allows(scope):
+            scope = self.rules.max_scope
+            self.say(f"{describe_scope(scope)} only: {self.rules.scope_reason}")
+        if scope is Scope.ONCE:
+            return scope
+        key = request.key
+        entry = request.record.entry
+        if entry is None:
+            self._local.add(key)
+            return Scope.SESSION
+        if request.identity is None:
+            return Scope.ONCE
+        if scope is Scope.REMEMBER:
+            why = await self._remember(request, entry, answer, strict=strict)
+            if why is None:
+                return Scope.REMEMBER
+            self.say(f"not remembered, approved for this session only: {why}")
+        self._session[key] = self._make(request, entry, Scope.SESSION, answer)
+        return Scope.SESSION
+
+    async def _remember(
+        self, request: ActivationRequest, entry: SkillEntry, answer: Answer, *, strict: bool
+    ) -> str | None:
+        """Store ``answer`` as a remembered approval; why it could not be, or None.
+        With ``strict``, raise RememberUnavailable instead of saying why."""
+        key = request.key
+        why = await self.remember_unavailable(request)
+        if why is not None:
+            if strict:
+                raise RememberUnavailable(why, server=key.origin, uri=key.locator)
+            return why
+        try:
+            await self._put(self._make(request, entry, Scope.REMEMBER, answer))
+        except RememberUnavailable as error:
+            if strict:
+                raise
+            return error.message
+        # The stored record was replaced: the revocation held in memory is moot.
+        self._revoked.pop(key, None)
+        self._session.pop(key, None)
+        return None
+
+    def _make(
+        self, request: ActivationRequest, entry: SkillEntry, scope: Scope, answer: Answer
+    ) -> ApprovalRecord:
+        assert request.identity is not None
+        return record_for(
+            entry,
+            label=request.key.origin,
+            identity=request.identity,
+            scope=scope,
+            grants=answer.grants,
+            granted_at=self.clock(),
+            policy_version=self.policy_version,
+        )
+
+    async def _put(self, record: ApprovalRecord, *, replaces: ApprovalRecord | None = None) -> None:
+        store = self.store
+        assert store is not None
+        await anyio.to_thread.run_sync(lambda: store.put(record, replaces=replaces))
+
+    def say(self, message: str) -> None:
+        """Tell the person ``message``, once per approver."""
+        if message not in self._said:
+            self._said.add(message)
+            self._notify(message)
+
+    # --- asking -----------------------------------------------------------------------
+
+    async def _ask(self, questions: list[Question]) -> list[Answer]:
+        if not questions:
+            return []
+        if self._prompting is None:
+            self._prompting = anyio.Lock()
+        waiting = _Waiting(questions)
+        self._waiting.append(waiting)
+        async with self._prompting:
+            if waiting.answers is not None:
+                return waiting.answers
+            # Requests that arrived together join this prompt.
+            while self._deciding > 0:
+                self._settled = anyio.Event()
+                await self._settled.wait()
+            batch, self._waiting = self._waiting, []
+            flat = [q for w in batch for q in w.questions]
+            try:
+                answers = list(await self.prompter.ask(flat))
+            except BaseException:
+                for other in batch:
+                    other.answers = [_denied()] * len(other.questions)
+                raise
+            if len(answers) != len(flat):
+                answers = [_denied()] * len(flat)  # a prompter that miscounts approves nothing
+            for other in batch:
+                other.answers, answers = (
+                    answers[: len(other.questions)],
+                    answers[len(other.questions) :],
+                )
+        assert waiting.answers is not None
+        return waiting.answers
+
+
+def describe_scope(scope: Scope) -> str:
+    """What an approval of ``scope`` means, for people."""
+    return {
+        Scope.ONCE: "approved for this activation only",
+        Scope.SESSION: "approved for this session",
+        Scope.REMEMBER: "approved and remembered until the skill changes",
+    }[scope]
