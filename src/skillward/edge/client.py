@@ -36,6 +36,7 @@ import anyio
 import anyio.lowlevel
 import mcp_types as types
 from mcp import Client, MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from skillward._version import __version__
@@ -375,6 +376,11 @@ class SkillsClient:
     @property
     def protocol_version(self) -> str | None:
         return self._client.protocol_version
+
+    @property
+    def modern(self) -> bool:
+        """Whether the session speaks protocol 2026-07-28 or later (``server/discover``)."""
+        return self._client.protocol_version in MODERN_PROTOCOL_VERSIONS
 
     @property
     def server_name(self) -> str | None:
