@@ -287,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="start the bundled example server, load a skill, and show a tampered read refused",
     )
     _serve_parser(subparsers)
+    _check_parser(subparsers)
     return _with_common_options(parser)
 
 
@@ -385,6 +386,36 @@ def _serve_parser(commands: Any) -> None:
         default=[],
         metavar="URI",
         help="demonstration only: flip one byte when serving URI (repeatable)",
+    )
+
+
+def _check_parser(commands: Any) -> None:
+    check = commands.add_parser(
+        "check",
+        help="audit skills servers against SEP-2640 (for the people who write servers)",
+        description="Connect each server named (every configured one if none is) and "
+        "report every SEP-2640 rule it breaks (docs/check.md), without approving or "
+        "caching anything. Exit 0 when no finding is an error, 1 when one is, 6 when a "
+        "server cannot be reached or stops answering within the deadline.",
+    )
+    check.add_argument("labels", metavar="LABEL", nargs="*", help="servers to check")
+    check.add_argument(
+        "--format",
+        choices=["text", "json", "sarif"],
+        help="text (the default), json (as --json) or sarif (SARIF 2.1.0, for code scanning)",
+    )
+    check.add_argument("--strict", action="store_true", help="warnings fail the check too (exit 1)")
+    check.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="FILE",
+        help="accept the findings FILE lists; fail on an entry that no longer occurs",
+    )
+    check.add_argument(
+        "--write-baseline",
+        type=Path,
+        metavar="FILE",
+        help="write every finding of this run to FILE, as a baseline",
     )
 
 
@@ -542,6 +573,10 @@ def _run(args: argparse.Namespace, terminal: Terminal) -> int:
         from skillward.cli import _state  # noqa: PLC0415
 
         return _state.COMMANDS[args.command](args, terminal)
+    if args.command == "check":
+        from skillward.cli import _check  # noqa: PLC0415  (mcp; approves and caches nothing)
+
+        return _check.run(args, terminal)
     from skillward.cli import _host  # noqa: PLC0415  (the host, and so mcp)
 
     return _host.run(args, terminal)
