@@ -15,7 +15,6 @@ deadline, and the findings kept by :data:`MAX_FINDINGS`.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import secrets
 from collections import Counter
@@ -70,6 +69,10 @@ MAX_BODY_LINES = 500
 MAX_PROBES = 50
 #: Characters of the instructions scanned for skill URIs.
 MAX_INSTRUCTIONS = 64 * 1024
+#: Requests of one step (skills/get of each skill, reads of each file) that fail in a row
+#: before the step gives up: a server that serves none of them is not asked thousands
+#: of times.
+MAX_FAILURES_IN_A_ROW = 20
 INVALID_PARAMS = -32602
 METHOD_NOT_FOUND = -32601
 
@@ -167,6 +170,8 @@ class _Audit:
         self.omitted = 0
         self.files = 0
         self.skills = 0
+        #: The connection ended after a message past the host's caps.
+        self.stopped = False
         self.token = secrets.token_hex(6)
 
     # --- recording ----------------------------------------------------------------------
@@ -449,10 +454,21 @@ class _Audit:
                 uri=uri,
             )
 
+    def gave_up(self, rule_id: str, what: str, left: int) -> None:
+        self.add(
+            rule_id,
+            f"{what} failed {MAX_FAILURES_IN_A_ROW} times in a row; the other {left} were "
+            "not tried",
+        )
+
     async def gets(self, listed: _Listed) -> None:
         modern = self.client.modern
-        for uri in listed.uris:
+        failed = 0
+        for index, uri in enumerate(listed.uris):
             await anyio.lowlevel.checkpoint()
+            if failed >= MAX_FAILURES_IN_A_ROW:
+                self.gave_up("SW-GET-001", "skills/get", len(listed.uris) - index)
+                return
             raw = await self.call(
                 partial(self.client.get_skill_raw, uri),
                 what="skills/get of a listed skill",
@@ -460,7 +476,9 @@ class _Audit:
                 skill=uri,
             )
             if raw is None:
+                failed += 1
                 continue
+            failed = 0
             known = listed.broken.get(uri, set())
             found = get_violations(raw, uri, modern=modern, limits=self.limits)
             for violation in found:
@@ -509,15 +527,20 @@ class _Audit:
             self.add("SW-GET-004", f"skills/get answered for {what}, which names no skill", uri=uri)
 
     async def reads(self, entries: list[SkillEntry]) -> None:
-        for entry in entries:
-            if entry.is_dynamic:
-                await self.read_dynamic(entry)
-                continue
-            for item in entry.manifest.values():
-                await anyio.lowlevel.checkpoint()
-                await self.read_file(entry, item.uri)
+        failed = 0
+        uris = [(entry, uri) for entry in entries for uri in entry.manifest or (entry.uri,)]
+        for index, (entry, uri) in enumerate(uris):
+            await anyio.lowlevel.checkpoint()
+            if failed >= MAX_FAILURES_IN_A_ROW:
+                self.gave_up("SW-READ-001", "resources/read", len(uris) - index)
+                return
+            done = await (
+                self.read_dynamic(entry) if entry.is_dynamic else self.read_file(entry, uri)
+            )
+            failed = 0 if done else failed + 1
 
-    async def read_file(self, entry: SkillEntry, uri: str) -> None:
+    async def read_file(self, entry: SkillEntry, uri: str) -> bool:
+        """Read and check one listed file; whether the server answered with content."""
         item = entry.manifest[uri]
         skill_md = uri == entry.uri
         content = await self.call(
@@ -528,13 +551,13 @@ class _Audit:
             uri=uri,
         )
         if content is None:
-            return
+            return False
         self.meta_keys(content.meta, skill=entry.uri, uri=uri, what="the read's content")
         try:
             verify_file(item, content.data)
         except IntegrityError as error:
             self.add(error.rule or "SW-READ-006", error.message, skill=entry.uri, uri=uri)
-            return
+            return True
         self.files += 1
         if _looks_executable(entry, uri, content.data):
             self.add(
@@ -552,7 +575,7 @@ class _Audit:
         )
         self.flags(block.flags, skill=entry.uri, uri=uri, what="the file")
         if not skill_md:
-            return
+            return True
         if not content.text:
             self.add("SW-READ-002", "SKILL.md was served as a blob, not as text", skill=entry.uri)
         if content.mime_type != "text/markdown":
@@ -563,6 +586,7 @@ class _Audit:
                 skill=entry.uri,
             )
         self.skill_md(entry, content.data)
+        return True
 
     def skill_md(self, entry: SkillEntry, data: bytes) -> None:
         try:
@@ -582,7 +606,7 @@ class _Audit:
                 skill=entry.uri,
             )
 
-    async def read_dynamic(self, entry: SkillEntry) -> None:
+    async def read_dynamic(self, entry: SkillEntry) -> bool:
         content = await self.call(
             lambda: self.client.read_resource_content(
                 entry.uri, max_bytes=self.limits.max_skill_bytes
@@ -592,13 +616,14 @@ class _Audit:
             skill=entry.uri,
         )
         if content is None:
-            return
+            return False
         try:
             verify_skill_md(entry, content.data, limits=self.limits)
         except (FrontmatterError, IntegrityError) as error:
             self.add(error.rule or "SW-FM-010", error.message, skill=entry.uri)
-            return
+            return True
         self.files += 1
+        return True
 
     def meta_keys(
         self, meta: Mapping[str, Any] | None, *, skill: str | None, uri: str | None, what: str
@@ -970,8 +995,10 @@ async def check_server(
                 protocol = client.protocol_version
                 modern = client.modern
                 audit = _Audit(client, limits)
-                with contextlib.suppress(_Stop):
+                try:
                     await audit.run()
+                except _Stop:
+                    audit.stopped = True
         except SkillwardError as failure:
             if isinstance(failure, OriginError | TransportError):
                 error = failure
@@ -983,7 +1010,7 @@ async def check_server(
         )
     if audit is not None:
         findings = audit.findings
-        if error is None and modern:
+        if error is None and modern and not audit.stopped:
             await _legacy_era(spec, limits, audit)
             findings = audit.findings
     return ServerReport(
