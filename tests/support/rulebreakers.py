@@ -109,7 +109,8 @@ def _rewriter(rewrite: Mapping[str, Rewrite]) -> Callable[..., Any]:
             return result
 
         params = dict(ctx.params) if ctx.params else {}
-        return await method(params, original)
+        answer: HandlerResult = await method(params, original)
+        return answer
 
     return middleware
 
