@@ -552,7 +552,9 @@ class _Audit:
         )
         if content is None:
             return False
-        self.meta_keys(content.meta, skill=entry.uri, uri=uri, what="the read's content")
+        self.meta_keys(
+            content.meta, skill=entry.uri, uri=None, what="the read contents of its files"
+        )
         try:
             verify_file(item, content.data)
         except IntegrityError as error:
@@ -702,11 +704,12 @@ class _Audit:
         enclosing = _enclosing(uri, roots)
         meta = resource.get("_meta")
         if enclosing:
+            # Once per skill: a server names its keys the same way for every file.
             self.meta_keys(
                 meta if isinstance(meta, Mapping) else None,
                 skill=enclosing[-1].uri,
-                uri=uri,
-                what="its resources/list entry",
+                uri=None,
+                what="the resources/list entries of its files",
             )
         entry = by_md.get(uri)
         if entry is not None:
@@ -733,7 +736,7 @@ class _Audit:
             if uri not in owner.manifest:
                 self.add(
                     "SW-RES-006",
-                    "resources/list serves a file under this skill's root that its "
+                    "resources/list serves a resource under this skill's root that its "
                     "resources do not list",
                     skill=owner.uri,
                     uri=uri,
