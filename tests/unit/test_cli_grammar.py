@@ -108,7 +108,7 @@ def test_a_bad_option_value_is_a_usage_error_on_either_side(
 def test_every_command_runs_somewhere() -> None:
     tops = {path[0] for path in COMMANDS}
     assert set(_state.COMMANDS) == command.STATE_COMMANDS
-    assert tops == command.STATE_COMMANDS | set(_host.COMMANDS) | {"demo", "serve"}
+    assert tops == command.STATE_COMMANDS | set(_host.COMMANDS) | {"demo", "serve", "check"}
 
 
 def test_approve_offers_exactly_the_scopes_there_are() -> None:

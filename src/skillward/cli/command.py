@@ -1,6 +1,7 @@
 """The ``skillward`` command.
 
-Exit codes: 0 success, 2 usage (or a reference that does not resolve),
+Exit codes: 0 success, 1 ``policy check`` or ``check`` found problems, 2 usage (or a
+reference that does not resolve),
 3 approval required or denied, 4 verification failed, 5 policy denied,
 6 server or transport error.
 
@@ -33,7 +34,7 @@ EXIT_OK = 0
 #: Documented in the README and docs/cli.md.
 EXIT_CODES = {
     0: "success",
-    1: "policy check found problems",
+    1: "policy check or check found problems",
     2: "usage error, or a reference that does not resolve",
     3: "approval required or denied",
     4: "verification failed",
