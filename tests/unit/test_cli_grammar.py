@@ -4,11 +4,13 @@ or after its name, and the commands are found by walking the parser, not listed 
 from __future__ import annotations
 
 import argparse
+import pkgutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+import skillward.cli
 from skillward.cli import _parser
 from skillward.trust.approvals import Scope
 
@@ -109,6 +111,15 @@ def test_every_command_runs_somewhere() -> None:
     for path in COMMANDS:
         args = _parser.parse_args(command_argv(path))
         assert callable(args.run) != callable(args.serve), path
+
+
+def test_every_command_group_module_is_in_the_grammar() -> None:
+    modules = {
+        f"skillward.cli.{module.name}"
+        for module in pkgutil.iter_modules(skillward.cli.__path__)
+        if not module.name.startswith("_")
+    }
+    assert {add_commands.__module__ for add_commands in _parser.GROUPS} == modules
 
 
 def test_approve_offers_exactly_the_scopes_there_are() -> None:

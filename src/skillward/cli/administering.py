@@ -1,8 +1,8 @@
 """Administering: ``audit``, ``logs``, ``cache``, ``pin`` and ``policy``.
 
-The commands on this machine's own state, and the administrator's policy. None of them
-but ``pin`` connects a server, and those import neither ``mcp`` nor the host: they answer
-at once (``tests/integration/test_cli_startup.py``).
+The commands on this machine's own state, and on the administrator's policy. All but
+``pin`` connect no server, and import neither ``mcp`` nor the host: they answer at once
+(``tests/integration/test_cli_startup.py``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,17 @@ if TYPE_CHECKING:
     from skillward.terminal.prompts import Terminal
     from skillward.trust.policy import EffectivePolicy
 
-__all__ = ["add_commands", "audit", "cache_list", "cache_purge", "logs", "pin"]
+__all__ = [
+    "add_commands",
+    "audit",
+    "cache_list",
+    "cache_purge",
+    "logs",
+    "pin",
+    "policy_check",
+    "policy_schema",
+    "policy_show",
+]
 
 
 def add_commands(commands: Commands) -> None:
