@@ -2,6 +2,6 @@
 
 import sys
 
-from skillward.cli.command import main
+from skillward.cli import main
 
 sys.exit(main())

@@ -12,7 +12,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from skillward.cli._host import DEMO_TAMPERED_URI
+from skillward.cli.demonstrating import DEMO_TAMPERED_URI
 from skillward.serve.server import example_skills_dir
 from tests.support.trees import build_tree, skill_md, write
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from skillward.cli.command import EXIT_CODES
+from skillward.cli._context import EXIT_CODES
 
 TIMEOUT = 60
 REPO = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 def main() -> None:
     out = Path(sys.argv[1])
-    from skillward.cli.command import main as skillward  # noqa: PLC0415 (after the baseline)
+    from skillward.cli import main as skillward  # noqa: PLC0415 (after the baseline)
 
     try:
         code: object = skillward(sys.argv[2:])

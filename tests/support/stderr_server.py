@@ -51,7 +51,7 @@ def main() -> int:
         _write_all(b"flood\n" * (args.flood // 6))
     if args.endless:
         threading.Thread(target=_endless, daemon=True).start()
-    from skillward.cli.command import main as skillward  # noqa: PLC0415
+    from skillward.cli import main as skillward  # noqa: PLC0415
 
     return skillward(["serve", args.directory])
 

@@ -4,16 +4,18 @@ or after its name, and the commands are found by walking the parser, not listed 
 from __future__ import annotations
 
 import argparse
+import pkgutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from skillward.cli import _host, _state, command
+import skillward.cli
+from skillward.cli import _parser
 from skillward.trust.approvals import Scope
 
-PARSER = command.build_parser()
-COMMANDS = sorted(path for path, _ in command.commands(PARSER))
+PARSER = _parser.build_parser()
+COMMANDS = sorted(path for path, _ in _parser.commands(PARSER))
 SERVER = "acme=https://acme.example/mcp"
 
 #: Each common option as given, and what the command then reads.
@@ -44,7 +46,7 @@ def required_positionals(parser: argparse.ArgumentParser) -> list[str]:
 
 
 def command_argv(path: tuple[str, ...]) -> list[str]:
-    parser = dict(command.commands(PARSER))[path]
+    parser = dict(_parser.commands(PARSER))[path]
     return [*path, *required_positionals(parser)]
 
 
@@ -57,7 +59,7 @@ def test_the_walk_finds_every_command_nested_ones_too() -> None:
 
 
 def test_every_common_option_has_a_sample_here() -> None:
-    assert {option.flag for option in command.COMMON_OPTIONS} == set(SAMPLES)
+    assert {option.flag for option in _parser.COMMON_OPTIONS} == set(SAMPLES)
 
 
 @pytest.mark.parametrize("side", ["before", "after"])
@@ -68,31 +70,31 @@ def test_every_command_takes_every_common_option_on_either_side(
 ) -> None:
     given, holds = SAMPLES[flag]
     argv = command_argv(path)
-    args = command.parse_args([*given, *argv] if side == "before" else [*argv, *given])
+    args = _parser.parse_args([*given, *argv] if side == "before" else [*argv, *given])
     assert holds(args)
     assert not [name for name in vars(args) if name.startswith("after_")]
 
 
 @pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
 def test_without_common_options_every_command_reads_the_defaults(path: tuple[str, ...]) -> None:
-    args = command.parse_args(command_argv(path))
+    args = _parser.parse_args(command_argv(path))
     assert (args.config, args.server, args.skills_dir, args.timeout) == (None, [], [], None)
     assert (args.no_local, args.no_cache, args.json, args.debug) == (False, False, False, False)
 
 
 def test_repeatable_options_gather_both_sides_and_a_later_value_wins() -> None:
     other = "docs=https://docs.example/mcp"
-    args = command.parse_args(
+    args = _parser.parse_args(
         ["--server", SERVER, "--timeout", "5", "cache", "list", "--server", other, "--timeout", "9"]
     )
     assert args.server == [SERVER, other]
     assert args.timeout == 9.0
-    assert command.parse_args(["--timeout", "5", "approvals", "reset", "--yes"]).timeout == 5.0
+    assert _parser.parse_args(["--timeout", "5", "approvals", "reset", "--yes"]).timeout == 5.0
 
 
 @pytest.mark.parametrize("argv", [["--json", "--json", "list"], ["list", "--json", "--json"]])
 def test_a_flag_given_twice_is_still_on(argv: list[str]) -> None:
-    assert command.parse_args(argv).json is True
+    assert _parser.parse_args(argv).json is True
 
 
 def test_a_bad_option_value_is_a_usage_error_on_either_side(
@@ -100,18 +102,27 @@ def test_a_bad_option_value_is_a_usage_error_on_either_side(
 ) -> None:
     for argv in (["--timeout", "0", "logs", "x"], ["logs", "x", "--timeout", "0"]):
         with pytest.raises(SystemExit) as info:
-            command.parse_args(argv)
+            _parser.parse_args(argv)
         assert info.value.code == 2
         assert "expected seconds between 0 and 3600" in capsys.readouterr().err
 
 
 def test_every_command_runs_somewhere() -> None:
-    tops = {path[0] for path in COMMANDS}
-    assert set(_state.COMMANDS) == command.STATE_COMMANDS
-    assert tops == command.STATE_COMMANDS | set(_host.COMMANDS) | {"demo", "serve", "check"}
+    for path in COMMANDS:
+        args = _parser.parse_args(command_argv(path))
+        assert callable(args.run) != callable(args.serve), path
+
+
+def test_every_command_group_module_is_in_the_grammar() -> None:
+    modules = {
+        f"skillward.cli.{module.name}"
+        for module in pkgutil.iter_modules(skillward.cli.__path__)
+        if not module.name.startswith("_")
+    }
+    assert {add_commands.__module__ for add_commands in _parser.GROUPS} == modules
 
 
 def test_approve_offers_exactly_the_scopes_there_are() -> None:
-    approve = dict(command.commands(PARSER))[("approve",)]
+    approve = dict(_parser.commands(PARSER))[("approve",)]
     (scope,) = [a for a in approve._actions if a.dest == "scope"]
     assert list(scope.choices or ()) == [s.value for s in Scope]

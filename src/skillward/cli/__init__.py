@@ -1,4 +1,5 @@
-"""The ``skillward`` command: its grammar, and the commands on local state and on servers.
+"""The ``skillward`` command: its grammar, and its commands in groups, one module each
+(``inspecting``, ``approving``, ``administering``, ``demonstrating``, ``serving``).
 
 Importing it imports little beyond argparse: each command imports what it uses when it
 runs.
@@ -6,6 +7,6 @@ runs.
 May import: anything.
 """
 
-from skillward.cli.command import main
+from skillward.cli._main import main
 
 __all__ = ["main"]

@@ -1,0 +1,100 @@
+"""``skillward``: parse, set up logging, run the command, and turn errors into exit codes.
+
+Exit codes: 0 success, 1 problems found by ``policy check``, 2 usage (or a reference
+that does not resolve), 3 approval required or denied, 4 verification failed, 5 policy
+denied, 6 server or transport error (``_context.EXIT_CODES``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from skillward.cli._context import EXIT_OK
+from skillward.cli._parser import build_parser, merge_common
+from skillward.core.errors import SkillwardError, printable
+
+if TYPE_CHECKING:
+    from skillward.cli._context import Run
+    from skillward.terminal.prompts import Terminal
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    finally:
+        # The command is over and its process exits next. The interpreter's last
+        # collections would walk every object it still holds (the SDK's: about 0.15 s of
+        # every command that connected a server) to free memory the exit frees anyway.
+        # Nothing here relies on a finalizer: files are written through descriptors.
+        gc.freeze()
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = build_parser()
+    args = merge_common(parser.parse_args(argv))
+    _configure_logging(args.debug)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_OK
+    # What runs the command: its parser's default (``_context.add_command``).
+    serve: Callable[[argparse.Namespace], int] | None = args.serve
+    run: Run = args.run
+    terminal: Terminal | None = None
+    try:
+        if serve is not None:
+            return serve(args)
+        terminal = _terminal(args)
+        return run(args, terminal)
+    except SkillwardError as error:
+        if args.debug:
+            raise
+        (terminal or _terminal(args)).error(error)
+        return error.exit_code
+    except BrokenPipeError:
+        return _output_closed()
+
+
+def _terminal(args: argparse.Namespace) -> Terminal:
+    from skillward.terminal.prompts import Terminal  # rich: for commands, not --help
+
+    return Terminal(json_errors=args.json)
+
+
+class _EscapingFormatter(logging.Formatter):
+    """Log lines may quote servers (and the SDK's tracebacks quote their bytes): escape them."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return printable(super().format(record), limit=4000)
+
+
+def _configure_logging(debug: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_EscapingFormatter("%(name)s: %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
+    # The SDK logs every request at INFO and server parse failures with tracebacks:
+    # the command reports those itself, so the SDK speaks only under --debug.
+    for name in ("mcp", "httpx", "httpx2", "uvicorn"):
+        logging.getLogger(name).setLevel(logging.WARNING if debug else logging.CRITICAL)
+    logging.getLogger("skillward").setLevel(logging.DEBUG if debug else logging.WARNING)
+
+
+def _output_closed() -> int:
+    """The reader of our output went away (``| head``): end quietly, as git does.
+
+    Whatever is still buffered, and Python's own flush at exit, goes to /dev/null.
+    """
+    from skillward.terminal.prompts import to_devnull
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            to_devnull(stream)
+    return EXIT_OK
