@@ -211,7 +211,9 @@ class _Audit:
         except ServerRejected as error:
             if rejected is None:
                 raise
-            rule_id = "SW-CAP-005" if error.code == METHOD_NOT_FOUND else rejected
+            # skills/list and skills/get not found: the extension's methods are missing.
+            missing = error.code == METHOD_NOT_FOUND and what.startswith("skills/")
+            rule_id = "SW-CAP-005" if missing else rejected
             self.add(rule_id, f"{what} failed: {error.message}", skill=skill, uri=uri)
             return None
         except OriginError as error:
@@ -745,8 +747,12 @@ class _Audit:
     async def directories(self, entries: list[SkillEntry]) -> None:
         modern = self.client.modern
         manifests = [entry for entry in entries if not entry.is_dynamic]
-        for entry in manifests:
-            await self.walk(entry, modern)
+        failed = 0
+        for index, entry in enumerate(manifests):
+            if failed >= MAX_FAILURES_IN_A_ROW:
+                self.gave_up("SW-DIR-001", "resources/directory/read", len(manifests) - index)
+                break
+            failed = 0 if await self.walk(entry, modern) else failed + 1
         roots = {str(entry.root) for entry in entries}
         prefixes = sorted(
             {
@@ -795,8 +801,9 @@ class _Audit:
                     "SW-DIR-007", f"a directory read of {what} was answered with a listing", uri=uri
                 )
 
-    async def walk(self, entry: SkillEntry, modern: bool) -> None:
-        """Walk ``entry``'s directories from its root, against its manifest."""
+    async def walk(self, entry: SkillEntry, modern: bool) -> bool:
+        """Walk ``entry``'s directories from its root, against its manifest; whether the
+        server answered the walk's reads."""
         root = str(entry.root)
         manifest = set(entry.manifest)
         directories: set[str] = set()
@@ -829,7 +836,7 @@ class _Audit:
                     uri=directory,
                 )
                 if raw is None:
-                    return
+                    return False
                 for found in directory_violations(raw, modern=modern, limits=self.limits):
                     if found.rule == "SW-DIR-009":
                         self.violation(found, skill=None)
@@ -869,6 +876,7 @@ class _Audit:
                 skill=entry.uri,
                 uri=uri,
             )
+        return True
 
     def child(
         self, walk: _Walk, directory: str, child: Mapping[str, Any], listed: set[str]
