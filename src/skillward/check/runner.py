@@ -637,7 +637,7 @@ class _Audit:
             keys = ", ".join(_quote(key, 60) for key in bare[:5])
             self.add(
                 "SW-META-004",
-                f"{what} has _meta keys without a reverse-domain prefix: {keys}",
+                f"{what}: _meta keys without a reverse-domain prefix: {keys}",
                 skill=skill,
                 uri=uri,
             )
