@@ -40,12 +40,12 @@ __all__ = [
 ]
 
 EXIT_OK = 0
-#: ``policy check`` found problems.
+#: ``policy check`` (or ``check``) found problems.
 EXIT_PROBLEMS = 1
 #: Documented in the README and docs/cli.md; the other codes are each error's own.
 EXIT_CODES = {
     0: "success",
-    1: "policy check found problems",
+    1: "policy check or check found problems",
     2: "usage error, or a reference that does not resolve",
     3: "approval required or denied",
     4: "verification failed",

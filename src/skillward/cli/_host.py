@@ -67,6 +67,7 @@ __all__ = [
     "limits",
     "origin_summaries",
     "run",
+    "server_specs",
     "show_catalog",
 ]
 
@@ -150,7 +151,8 @@ def _servers_file(args: argparse.Namespace, terminal: Terminal) -> ServersConfig
     return loaded
 
 
-def _server_specs(args: argparse.Namespace, terminal: Terminal) -> list[ServerSpec]:
+def server_specs(args: argparse.Namespace, terminal: Terminal) -> list[ServerSpec]:
+    """The servers of ``--config`` (or the default file) and ``--server``, by label."""
     specs = dict(_servers_file(args, terminal).servers)
     given: set[str] = set()
     for option in args.server:
@@ -259,7 +261,7 @@ async def _with_host(
     config = HostConfig(limits=limits(args), local_dirs=_local_dirs(args))
     # The host applies the policy's limits to both, and drops a cache the policy turns off.
     cache: ContentCache = NoCache() if args.no_cache else DiskCache(limits=config.limits)
-    specs = _server_specs(args, terminal)
+    specs = server_specs(args, terminal)
     logs.watch(specs)
     async with SkillHost(
         config=config, approver=approver, cache=cache, audit=audit, policy=policy

@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
-from skillward.cli import administering, approving, demonstrating, inspecting, serving
+from skillward.cli import (
+    administering,
+    approving,
+    checking,
+    demonstrating,
+    inspecting,
+    serving,
+)
 from skillward.cli._context import EXIT_CODES
 from skillward.core.errors import ConfigError
 
@@ -33,6 +40,7 @@ GROUPS: tuple[Callable[[Commands], None], ...] = (
     administering.add_commands,
     demonstrating.add_commands,
     serving.add_commands,
+    checking.add_commands,
 )
 
 

@@ -21,7 +21,7 @@ carries a hint a person can act on (:meth:`SkillwardError.diagnostics`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, Self
 
 __all__ = [
     "AmbiguousName",
@@ -83,6 +83,8 @@ class SkillwardError(Exception):
 
     ``server`` is the host-assigned label of the origin involved and ``uri`` the
     skill or resource URI, when known. ``str(error)`` is one line naming both.
+    ``rule``, when set, is the ID of the SEP-2640 rule the origin broke
+    (``SW-ENTRY-003``; ``docs/check.md`` lists them all).
     """
 
     #: Process exit code the command line uses for this kind of error.
@@ -98,6 +100,7 @@ class SkillwardError(Exception):
         uri: str | None = None,
         hint: str | None = None,
         local: bool = False,
+        rule: str | None = None,
     ) -> None:
         self.message = message
         self.server = server
@@ -105,6 +108,8 @@ class SkillwardError(Exception):
         self.hint = hint if hint is not None else self.default_hint
         #: ``server`` is the label of a local skill directory, not of a server.
         self.local = local
+        #: The ID of the rule the origin broke, when one applies (``docs/check.md``).
+        self.rule = rule
         super().__init__(self._render())
 
     def _render(self) -> str:
@@ -131,6 +136,12 @@ class SkillwardError(Exception):
         if local is not None:
             self.local = local
         self.args = (self._render(),)
+        return self
+
+    def with_rule(self, rule: str | None) -> Self:
+        """Name the rule broken, unless one is named already; returns ``self``."""
+        if self.rule is None:
+            self.rule = rule
         return self
 
     def diagnostics(self) -> str:
@@ -226,9 +237,10 @@ class FrontmatterMismatch(IntegrityError):
         fields: Sequence[str] = (),
         server: str | None = None,
         uri: str | None = None,
+        rule: str | None = None,
     ) -> None:
         self.fields = tuple(fields)
-        super().__init__(message, server=server, uri=uri)
+        super().__init__(message, server=server, uri=uri, rule=rule)
 
 
 class SkillChanged(IntegrityError):

@@ -58,6 +58,13 @@ _MAX_NUMERAL_CHARS = 1000
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+# The rules of docs/check.md a SKILL.md can break: no frontmatter block, YAML this
+# parser refuses, a block past the caps, and frontmatter that differs from the listing.
+_BLOCK_RULE = "SW-FM-009"
+_SAFE_YAML_RULE = "SW-FM-011"
+_BOUNDS_RULE = "SW-LIM-003"
+_IDENTICAL_RULE = "SW-FM-010"
+
 
 @dataclass(frozen=True, slots=True)
 class SkillDocument:
@@ -77,10 +84,16 @@ def parse_skill_md(
     """Split and parse a SKILL.md, or raise :class:`~skillward.core.errors.FrontmatterError`."""
     limits = limits or Limits()
     try:
-        block, body = _split(data, limits.max_frontmatter_bytes)
-        text = _decode(block, "frontmatter")
-        frontmatter = _build(text, limits)
-        return SkillDocument(frontmatter=frontmatter, body=_decode(body, "body"))
+        try:
+            block, body = _split(data, limits.max_frontmatter_bytes)
+        except FrontmatterError as error:
+            raise error.with_rule(_BLOCK_RULE) from None
+        try:
+            text = _decode(block, "frontmatter")
+            frontmatter = _build(text, limits)
+            return SkillDocument(frontmatter=frontmatter, body=_decode(body, "body"))
+        except FrontmatterError as error:
+            raise error.with_rule(_SAFE_YAML_RULE) from None
     except FrontmatterError as error:
         raise error.with_context(server=server, uri=uri) from None
 
@@ -115,7 +128,8 @@ def _split(data: bytes, max_block: int) -> tuple[bytes, bytes]:
     if len(data) > limit:
         raise FrontmatterError(
             f"no closing '---' line within {max_block} bytes: "
-            "the frontmatter is too large or unterminated"
+            "the frontmatter is too large or unterminated",
+            rule=_BOUNDS_RULE,
         )
     raise FrontmatterError("frontmatter has no closing '---' line")
 
@@ -160,11 +174,15 @@ class _Builder:
             raise FrontmatterError(f"YAML tags are not allowed (found {str(node.tag)[:80]!r})")
         self.nodes += 1
         if self.nodes > self.max_nodes:
-            raise FrontmatterError(f"frontmatter has more than {self.max_nodes} nodes")
+            raise FrontmatterError(
+                f"frontmatter has more than {self.max_nodes} nodes", rule=_BOUNDS_RULE
+            )
         if kind is _SCALAR:
             return _scalar(node)
         if depth >= self.max_depth:
-            raise FrontmatterError(f"frontmatter nests deeper than {self.max_depth} levels")
+            raise FrontmatterError(
+                f"frontmatter nests deeper than {self.max_depth} levels", rule=_BOUNDS_RULE
+            )
         get = self.get
         child = get()
         if kind is _SEQUENCE:
@@ -241,10 +259,12 @@ def _build_events(text: str, limits: Limits) -> dict[str, JsonValue]:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = str(getattr(exc, "problem", None) or type(exc).__name__)
         if "nesting depth" in problem:  # libyaml's own cap can trip before ours
-            raise FrontmatterError("frontmatter nests deeper than the parser allows") from None
+            raise FrontmatterError(
+                "frontmatter nests deeper than the parser allows", rule=_BOUNDS_RULE
+            ) from None
         raise FrontmatterError(f"frontmatter is not valid YAML{where}: {problem}") from None
     except RecursionError:
-        raise FrontmatterError("frontmatter nests too deeply") from None
+        raise FrontmatterError("frontmatter nests too deeply", rule=_BOUNDS_RULE) from None
     finally:
         loader.dispose()
 
@@ -254,13 +274,13 @@ def _consume(builder: _Builder) -> dict[str, JsonValue]:
     _expect(get(), yaml.StreamStartEvent)
     start = get()
     if type(start) is yaml.StreamEndEvent:
-        raise FrontmatterError("frontmatter is empty; it must be a mapping")
+        raise FrontmatterError("frontmatter is empty; it must be a mapping", rule=_BLOCK_RULE)
     start = _expect(start, yaml.DocumentStartEvent)
     if start.explicit or start.version is not None or start.tags:
         raise FrontmatterError("YAML directives and document markers are not allowed")
     root = builder.value(get(), 0)
     if not isinstance(root, dict):
-        raise FrontmatterError("frontmatter must be a mapping")
+        raise FrontmatterError("frontmatter must be a mapping", rule=_BLOCK_RULE)
     end = _expect(get(), yaml.DocumentEndEvent)
     if end.explicit:
         raise FrontmatterError("YAML document markers are not allowed")
@@ -377,6 +397,7 @@ def check_frontmatter(
             fields=fields,
             server=server,
             uri=uri,
+            rule=_IDENTICAL_RULE,
         )
 
 

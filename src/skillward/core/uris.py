@@ -59,8 +59,15 @@ _HEX_ANY = _HEX_UPPER | frozenset("abcdef")
 _FORBIDDEN_OCTETS = frozenset({0x2F, 0x5C, 0x2E, 0x7F, *range(0x20)})
 
 
-def _fail(message: str, uri: str) -> InvalidUri:
-    return InvalidUri(message, uri=uri)
+# The rules of docs/check.md a URI can break.
+_SKILL_MD_RULE = "SW-URI-001"
+_AUTHORITY_RULE = "SW-URI-003"
+_CANONICAL_RULE = "SW-URI-004"
+_FILE_RULE = "SW-URI-005"
+
+
+def _fail(message: str, uri: str, rule: str | None = _CANONICAL_RULE) -> InvalidUri:
+    return InvalidUri(message, uri=uri, rule=rule)
 
 
 # Fast paths: a string matching these needs no character-by-character diagnosis.
@@ -102,10 +109,11 @@ def _check_segment(segment: str, allowed: frozenset[str], what: str, original: s
     fast = _AUTHORITY_RE if what == "authority" else _SEGMENT_RE
     if fast.match(segment) and segment not in (".", "..") and "%" not in segment:
         return
+    rule = _AUTHORITY_RULE if what == "authority" else _CANONICAL_RULE
     if segment == "":
-        raise _fail(f"empty {what}", original)
+        raise _fail(f"empty {what}", original, rule)
     if segment in (".", ".."):
-        raise _fail(f"dot segment {segment!r} in {what}", original)
+        raise _fail(f"dot segment {segment!r} in {what}", original, rule)
     i = 0
     n = len(segment)
     while i < n:
@@ -113,29 +121,30 @@ def _check_segment(segment: str, allowed: frozenset[str], what: str, original: s
         if ch == "%":
             pair = segment[i + 1 : i + 3]
             if len(pair) != 2 or not set(pair) <= _HEX_ANY:
-                raise _fail(f"malformed percent-encoding in {what}", original)
+                raise _fail(f"malformed percent-encoding in {what}", original, rule)
             if not set(pair) <= _HEX_UPPER:
-                raise _fail(f"lowercase percent-encoding %{pair} in {what}", original)
+                raise _fail(f"lowercase percent-encoding %{pair} in {what}", original, rule)
             octet = int(pair, 16)
             if octet in _FORBIDDEN_OCTETS:
-                raise _fail(f"percent-encoded %{pair} is not allowed in {what}", original)
+                raise _fail(f"percent-encoded %{pair} is not allowed in {what}", original, rule)
             if chr(octet) in _UNRESERVED:
                 raise _fail(
                     f"percent-encoded unreserved character %{pair} in {what} is not canonical",
                     original,
+                    rule,
                 )
             i += 3
             continue
         if ch not in allowed:
             if ch == "@" and what == "authority":
-                raise _fail("userinfo is not allowed", original)
+                raise _fail("userinfo is not allowed", original, rule)
             if ch == ":" and what == "authority":
-                raise _fail("a port is not allowed", original)
+                raise _fail("a port is not allowed", original, rule)
             if ch == "?":
-                raise _fail("a query is not allowed", original)
+                raise _fail("a query is not allowed", original, rule)
             if ch == "#":
-                raise _fail("a fragment is not allowed", original)
-            raise _fail(f"character {ch!r} is not allowed in {what}", original)
+                raise _fail("a fragment is not allowed", original, rule)
+            raise _fail(f"character {ch!r} is not allowed in {what}", original, rule)
         i += 1
 
 
@@ -210,14 +219,14 @@ class SkillRoot:
     def file_path(self, uri: ResourceUri) -> str:
         """The ``/``-joined path of ``uri`` relative to this root, or raise."""
         if not uri.is_within(self):
-            raise _fail(f"outside the skill root {self}", str(uri))
+            raise _fail(f"outside the skill root {self}", str(uri), "SW-RES-003")
         return "/".join(uri.segments[len(self.segments) :])
 
     def child(self, file_path: str) -> ResourceUri:
         """The URI of ``file_path`` (``/``-separated, relative) under this root, or raise."""
         uri = parse_uri(f"{self}/{file_path}")
         if not uri.is_within(self):
-            raise _fail(f"outside the skill root {self}", str(uri))
+            raise _fail(f"outside the skill root {self}", str(uri), "SW-RES-003")
         return uri
 
 
@@ -227,7 +236,7 @@ def parse_uri(text: str, *, max_length: int = MAX_URI_LENGTH) -> ResourceUri:
     Raises :class:`~skillward.core.errors.InvalidUri` naming the first problem found.
     """
     if not isinstance(text, str):
-        raise InvalidUri(f"a URI must be a string, not {type(text).__name__}")
+        raise InvalidUri(f"a URI must be a string, not {type(text).__name__}", rule=_CANONICAL_RULE)
     if len(text) > max_length:
         raise _fail(f"URI is longer than {max_length} characters", text)
     fast = _FAST_URI_RE.match(text)
@@ -243,23 +252,23 @@ def _parse_uri_slow(text: str) -> ResourceUri:
     """The complete check, which also names the first problem found."""
     match = _SCHEME_RE.match(text)
     if match is None or text[match.end() : match.end() + 1] != ":":
-        raise _fail("missing URI scheme", text)
+        raise _fail("missing URI scheme", text, _SKILL_MD_RULE)
     scheme = match.group()
     if scheme.lower() == "file":
-        raise _fail("file: URIs are never skill resources", text)
+        raise _fail("file: URIs are never skill resources", text, _FILE_RULE)
     _check_characters(text, "URI", text)
     if scheme != scheme.lower():
         raise _fail("the scheme must be lowercase", text)
     rest = text[match.end() + 1 :]
     if not rest.startswith("//"):
-        raise _fail("not a hierarchical scheme://authority/path URI", text)
+        raise _fail("not a hierarchical scheme://authority/path URI", text, _SKILL_MD_RULE)
     rest = rest[2:]
     authority, slash, path = rest.partition("/")
     for bad, what in (("?", "a query"), ("#", "a fragment")):
         if bad in rest:
             raise _fail(f"{what} is not allowed", text)
     if authority.startswith("["):
-        raise _fail("an IP literal authority is not allowed", text)
+        raise _fail("an IP literal authority is not allowed", text, _AUTHORITY_RULE)
     _check_segment(authority, _AUTHORITY_CHARS, "authority", text)
     segments: tuple[str, ...] = ()
     if slash:
@@ -273,9 +282,9 @@ def skill_root_of(skill_md: ResourceUri | str) -> SkillRoot:
     """The skill root of a ``.../SKILL.md`` URI, or raise if it is not one."""
     uri = parse_uri(skill_md) if isinstance(skill_md, str) else skill_md
     if not uri.path and uri.authority == SKILL_FILE:
-        raise _fail("the skill path is empty", str(uri))
+        raise _fail("the skill path is empty", str(uri), _SKILL_MD_RULE)
     if not uri.path or uri.path[-1] != SKILL_FILE:
-        raise _fail(f"a skill URI must end in /{SKILL_FILE}", str(uri))
+        raise _fail(f"a skill URI must end in /{SKILL_FILE}", str(uri), _SKILL_MD_RULE)
     return SkillRoot(uri.scheme, uri.segments[:-1])
 
 
@@ -293,7 +302,7 @@ def resolve_reference(root: SkillRoot, reference: str) -> ResourceUri:
     ref = reference.partition("#")[0]
     _check_characters(ref, "reference", reference)
     if "?" in ref:
-        raise _fail("a query is not allowed", reference)
+        raise _fail("a query is not allowed", reference, None)
     scheme_match = _SCHEME_RE.match(ref)
     if scheme_match is not None and ref[scheme_match.end() : scheme_match.end() + 1] == ":":
         target = parse_uri(ref)
@@ -312,18 +321,18 @@ def resolve_reference(root: SkillRoot, reference: str) -> ResourceUri:
             last = index == len(parts) - 1
             if part == "..":
                 if len(base) <= floor:
-                    raise _fail(f"escapes the skill root {root}", reference)
+                    raise _fail(f"escapes the skill root {root}", reference, None)
                 base.pop()
             elif part in (".", ""):
                 if part == "" and not last:
-                    raise _fail("empty path segment", reference)
+                    raise _fail("empty path segment", reference, None)
             else:
                 base.append(part)
             if last and part in (".", "..", ""):
-                raise _fail("a reference must name a file, not a directory", reference)
+                raise _fail("a reference must name a file, not a directory", reference, None)
         target = parse_uri(f"{root.scheme}://" + "/".join(base))
     if not target.is_within(root):
-        raise _fail(f"escapes the skill root {root}", reference)
+        raise _fail(f"escapes the skill root {root}", reference, None)
     return target
 
 

@@ -63,7 +63,10 @@ def verify_file(item: ResourceItem, data: bytes, *, server: str | None = None) -
     """Check ``data`` against ``item``: length first, then the digest."""
     if len(data) != item.size:
         raise SizeMismatch(
-            f"read {len(data)} bytes; the listing says {item.size}", server=server, uri=item.uri
+            f"read {len(data)} bytes; the listing says {item.size}",
+            server=server,
+            uri=item.uri,
+            rule="SW-READ-005",
         )
     actual = sha256_digest(data)
     # Constant-time, so timing does not reveal how much of a digest matched.
@@ -72,6 +75,7 @@ def verify_file(item: ResourceItem, data: bytes, *, server: str | None = None) -
             f"content digest {actual} differs from the listing's {item.digest}",
             server=server,
             uri=item.uri,
+            rule="SW-READ-006",
         )
     return VerifiedFile(item.uri, data, actual)
 
@@ -108,6 +112,7 @@ def verify_skill_md(
                 f"read {len(data)} bytes, more than the {limits.max_skill_bytes} a skill may hold",
                 server=server,
                 uri=entry.uri,
+                rule="SW-LIM-002",
             )
         verified = VerifiedFile(entry.uri, data, sha256_digest(data), verified=False)
     else:

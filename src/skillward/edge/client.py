@@ -36,6 +36,7 @@ import anyio
 import anyio.lowlevel
 import mcp_types as types
 from mcp import Client, MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from skillward._version import __version__
@@ -61,8 +62,10 @@ from skillward.core.wire import (
     SkillEntry,
     SkillsCapability,
     SkillsPage,
+    get_rule,
     json_size,
     parse_skills_page,
+    read_capability,
 )
 from skillward.edge import _process, _transport
 from skillward.edge._methods import (
@@ -81,7 +84,15 @@ from skillward.edge.servers import (
     redact,
 )
 
-__all__ = ["Reaper", "SkillListing", "SkillsClient", "leaves", "translate"]
+__all__ = [
+    "Budget",
+    "Reaper",
+    "ResourceContent",
+    "SkillListing",
+    "SkillsClient",
+    "leaves",
+    "translate",
+]
 
 #: Where stdio servers' processes are stopped (see :meth:`SkillsClient.connect`).
 Reaper = _process.Reaper
@@ -89,6 +100,18 @@ Reaper = _process.Reaper
 logger = logging.getLogger("skillward")
 
 _MAX_CURSOR = 4096
+
+# The rules of docs/check.md the client edge enforces (see skillward.core.rules).
+_WIRE_CAPS = "SW-WIRE-001"
+_LIST_PAGINATION = "SW-LIST-002"
+_LIST_CURSOR = "SW-LIST-003"
+_LIST_BOUNDS = "SW-LIST-009"
+_GET_ECHO = "SW-GET-002"
+_READ_ONE = "SW-READ-003"
+_READ_ENCODING = "SW-READ-004"
+_READ_SIZE = "SW-READ-005"
+_DIR_SHAPE = "SW-DIR-003"
+_DIR_PAGINATION = "SW-DIR-008"
 
 
 class _RawResult(BaseModel):
@@ -98,12 +121,25 @@ class _RawResult(BaseModel):
 
 
 @dataclass(slots=True)
-class _Spent:
+class Budget:
     """What one listing walk has taken so far, held against the Limits."""
 
     bytes: int = 0
     entries: int = 0
     files: int = 0
+    pages: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceContent:
+    """One ``resources/read`` content item, as received: its exact bytes, whether it came
+    as text (else a base64 blob), its MIME type and ``_meta``, unverified."""
+
+    uri: str
+    data: bytes
+    text: bool
+    mime_type: str | None
+    meta: dict[str, Any] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +243,7 @@ def _translate(
         # A message the transport refused: whatever the SDK made of it, it is that.
         refused = faults.explain(leaf)
         if refused is not None:
-            return refused.with_context(server=server, uri=uri)
+            return refused.with_rule(_WIRE_CAPS).with_context(server=server, uri=uri)
     leaf = leaves[0] if leaves else error
     if isinstance(leaf, MCPError):
         if leaf.code == types.CONNECTION_CLOSED:
@@ -342,6 +378,11 @@ class SkillsClient:
         return self._client.protocol_version
 
     @property
+    def modern(self) -> bool:
+        """Whether the session speaks protocol 2026-07-28 or later (``server/discover``)."""
+        return self._client.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    @property
     def server_name(self) -> str | None:
         """``serverInfo.name`` as the server reported it. Unverified: never use it as a key."""
         info = self._client.server_info
@@ -352,26 +393,18 @@ class SkillsClient:
         """The server's ``instructions``: untrusted text."""
         return self._client.instructions
 
-    def capability(self) -> SkillsCapability:
-        """The skills extension settings; raise unless the extension and resources are declared."""
+    def declaration(self) -> tuple[object, bool]:
+        """What the server declared, unchecked: the value under the skills extension's
+        identifier (None: not declared), and whether it declares ``resources``."""
         capabilities = self._client.server_capabilities
         extensions = capabilities.extensions if capabilities is not None else None
         setting = extensions.get(EXTENSION_ID) if extensions else None
-        if setting is None:
-            raise CapabilityMissing(
-                f"the server does not declare the {EXTENSION_ID} extension", server=self.label
-            )
-        if capabilities is None or capabilities.resources is None:
-            raise CapabilityMissing(
-                "the server declares the skills extension without the resources capability",
-                server=self.label,
-            )
-        try:
-            return SkillsCapability.model_validate(setting)
-        except ValidationError:
-            raise CapabilityMissing(
-                f"the {EXTENSION_ID} capability is malformed", server=self.label
-            ) from None
+        return setting, capabilities is not None and capabilities.resources is not None
+
+    def capability(self) -> SkillsCapability:
+        """The skills extension settings; raise unless the extension and resources are declared."""
+        setting, resources = self.declaration()
+        return read_capability(setting, resources=resources, server=self.label)
 
     def _require_resources(self) -> None:
         capabilities = self._client.server_capabilities
@@ -411,21 +444,23 @@ class SkillsClient:
         self.capability()
 
         async def operation() -> SkillsPage:
-            return await self._page(cursor, _Spent())
+            return await self._page(cursor, Budget())
 
         page: SkillsPage = await self._run(operation)
         return page
 
-    async def _page(self, cursor: str | None, spent: _Spent) -> SkillsPage:
+    async def _page(self, cursor: str | None, spent: Budget) -> SkillsPage:
         raw = await self._request(SkillsListRequest(params=SkillsListParams(cursor=cursor)))
         self._check_page(raw, spent)
         page = parse_skills_page(raw, server=self.label, limits=self.limits)
         next_cursor = page.next_cursor
         if next_cursor is not None and len(next_cursor) > _MAX_CURSOR:
-            raise InvalidResponse(f"nextCursor is longer than {_MAX_CURSOR} characters")
+            raise InvalidResponse(
+                f"nextCursor is longer than {_MAX_CURSOR} characters", rule=_LIST_CURSOR
+            )
         return page
 
-    def _check_page(self, raw: dict[str, Any], spent: _Spent) -> None:
+    def _check_page(self, raw: dict[str, Any], spent: Budget) -> None:
         """Refuse a page past the listing bounds before validating a single entry of it.
 
         The transport has already held the message to ``Limits.message_bytes`` and
@@ -438,37 +473,47 @@ class SkillsClient:
             # Cheapest first: counting entries, then files, then walking for the bytes.
             spent.entries += len(skills)
             if spent.entries > limits.max_list_entries:
-                raise ListingRunaway(f"the listing has more than {limits.max_list_entries} entries")
+                raise ListingRunaway(
+                    f"the listing has more than {limits.max_list_entries} entries",
+                    rule=_LIST_BOUNDS,
+                )
             spent.files += sum(
                 len(resources)
                 for skill in skills
                 if isinstance(skill, dict) and isinstance(resources := skill.get("resources"), list)
             )
             if spent.files > limits.max_listed_files:
-                raise ListingRunaway(f"the listing has more than {limits.max_listed_files} files")
+                raise ListingRunaway(
+                    f"the listing has more than {limits.max_listed_files} files",
+                    rule=_LIST_BOUNDS,
+                )
         limits = self.limits
         walk = ("listing", limits.max_listing_bytes)
-        self._check_bytes(raw, "skills/list", limits.max_list_response_bytes, spent, walk)
+        self._check_bytes(
+            raw, "skills/list", limits.max_list_response_bytes, spent, walk, rule=_LIST_BOUNDS
+        )
 
     @staticmethod
     def _check_bytes(
         raw: dict[str, Any],
         method: str,
         cap: int,
-        spent: _Spent | None = None,
+        spent: Budget | None = None,
         walk: tuple[str, int] | None = None,
+        *,
+        rule: str = _WIRE_CAPS,
     ) -> None:
         """Refuse one ``method`` result above ``cap`` bytes, or one that takes the walk it is
         part of (``spent`` so far; its name and cap) past its cap, measured as JSON before
-        anything is built."""
+        anything is built. ``rule``: the rule of docs/check.md the server broke."""
         size = json_size(raw, limit=cap)
         if size > cap:
-            raise ResponseTooLarge(f"a {method} result is larger than {cap} bytes")
+            raise ResponseTooLarge(f"a {method} result is larger than {cap} bytes", rule=rule)
         if spent is not None and walk is not None:
             name, most = walk
             spent.bytes += size
             if spent.bytes > most:
-                raise ListingRunaway(f"the {name} is larger than {most} bytes")
+                raise ListingRunaway(f"the {name} is larger than {most} bytes", rule=rule)
 
     async def list_skills(self) -> SkillListing:
         """Walk every ``skills/list`` page within the configured bounds."""
@@ -481,14 +526,15 @@ class SkillsClient:
             cursor: str | None = None
             first: SkillsPage | None = None
             pages = 0
-            spent = _Spent()
+            spent = Budget()
             while True:
                 # In-process servers may answer without ever suspending; yield so the
                 # deadline can fire between pages.
                 await anyio.lowlevel.checkpoint()
                 if pages >= self.limits.max_list_pages:
                     raise ListingRunaway(
-                        f"the listing did not end within {self.limits.max_list_pages} pages"
+                        f"the listing did not end within {self.limits.max_list_pages} pages",
+                        rule=_LIST_PAGINATION,
                     )
                 page = await self._page(cursor, spent)
                 pages += 1
@@ -499,7 +545,7 @@ class SkillsClient:
                 if cursor is None:
                     break
                 if cursor in seen:
-                    raise ListingRunaway("the listing repeated a cursor")
+                    raise ListingRunaway("the listing repeated a cursor", rule=_LIST_PAGINATION)
                 seen.add(cursor)
             return SkillListing(
                 entries=tuple(entries),
@@ -522,10 +568,13 @@ class SkillsClient:
             try:
                 result = GetSkillResult.model_validate(raw, context={"limits": self.limits})
             except ValidationError as exc:
-                raise InvalidEntry(f"invalid skills/get result: {_first_problem(exc)}") from None
+                raise InvalidEntry(
+                    f"invalid skills/get result: {_first_problem(exc)}", rule=get_rule(exc)
+                ) from None
             if result.skill.uri != uri:
                 raise InvalidResponse(
-                    f"skills/get answered for a different skill, {result.skill.uri[:300]!r}"
+                    f"skills/get answered for a different skill, {result.skill.uri[:300]!r}",
+                    rule=_GET_ECHO,
                 )
             return result.skill
 
@@ -534,6 +583,27 @@ class SkillsClient:
 
     async def read_resource(self, uri: str, *, max_bytes: int | None = None) -> bytes:
         """``resources/read``: the exact raw bytes, refused before decoding above the cap."""
+        content = await self.read_resource_content(uri, max_bytes=max_bytes)
+        return content.data
+
+    async def read_resource_content(
+        self, uri: str, *, max_bytes: int | None = None
+    ) -> ResourceContent:
+        """``resources/read`` of one file: its one content item, exact bytes and metadata,
+        refused before decoding above the cap."""
+        (content,) = await self._read(uri, max_bytes, exact=True)
+        return content
+
+    async def read_resource_contents(
+        self, uri: str, *, max_bytes: int | None = None
+    ) -> tuple[ResourceContent, ...]:
+        """``resources/read``: every content item as received, each refused before decoding
+        above the cap (a result with no items, or several, is not refused here)."""
+        return await self._read(uri, max_bytes, exact=False)
+
+    async def _read(
+        self, uri: str, max_bytes: int | None, *, exact: bool
+    ) -> tuple[ResourceContent, ...]:
         self._require_resources()
         cap = (
             min(max_bytes, self.limits.max_resource_bytes)
@@ -541,12 +611,14 @@ class SkillsClient:
             else (self.limits.max_resource_bytes)
         )
 
-        async def operation() -> bytes:
+        async def operation() -> tuple[ResourceContent, ...]:
             result = await self._client.read_resource(uri, cache_mode="bypass")
-            return _exact_bytes(result, uri, cap)
+            if exact:
+                return (_exact_content(result, uri, cap),)
+            return tuple(_content(item, cap) for item in result.contents)
 
-        data: bytes = await self._run(operation, uri=uri)
-        return data
+        contents: tuple[ResourceContent, ...] = await self._run(operation, uri=uri)
+        return contents
 
     async def read_directory(self, uri: str) -> tuple[DirectoryChild, ...]:
         """``resources/directory/read``, every page, within the configured bounds."""
@@ -559,45 +631,134 @@ class SkillsClient:
             children: list[DirectoryChild] = []
             seen: set[str] = set()
             cursor: str | None = None
-            spent = _Spent()
+            spent = Budget()
             for _ in range(self.limits.max_list_pages):
                 await anyio.lowlevel.checkpoint()
-                raw = await self._request(
-                    DirectoryReadRequest(params=DirectoryReadParams(uri=uri, cursor=cursor))
-                )
-                resources = raw.get("resources")
-                if isinstance(resources, list) and (
-                    len(children) + len(resources) > self.limits.max_directory_entries
-                ):
-                    raise ListingRunaway(
-                        f"the directory has more than {self.limits.max_directory_entries} entries"
-                    )
-                self._check_bytes(
-                    raw,
-                    "resources/directory/read",
-                    self.limits.max_directory_response_bytes,
-                    spent,
-                    ("directory listing", self.limits.max_directory_bytes),
-                )
+                raw = await self._directory_page(uri, cursor, spent, len(children))
                 try:
                     page = DirectoryReadResult.model_validate(raw, context={"limits": self.limits})
                 except ValidationError as exc:
                     raise InvalidResponse(
-                        f"invalid resources/directory/read result: {_first_problem(exc)}"
+                        f"invalid resources/directory/read result: {_first_problem(exc)}",
+                        rule=_DIR_SHAPE,
                     ) from None
                 children.extend(page.resources)
                 cursor = page.next_cursor or None
                 if cursor is None:
                     return tuple(children)
                 if cursor in seen or len(cursor) > _MAX_CURSOR:
-                    raise ListingRunaway("the directory listing repeated a cursor")
+                    raise ListingRunaway(
+                        "the directory listing repeated a cursor", rule=_DIR_PAGINATION
+                    )
                 seen.add(cursor)
             raise ListingRunaway(
-                f"the directory listing did not end within {self.limits.max_list_pages} pages"
+                f"the directory listing did not end within {self.limits.max_list_pages} pages",
+                rule=_DIR_PAGINATION,
             )
 
         result: tuple[DirectoryChild, ...] = await self._run(operation, uri=uri)
         return result
+
+    async def _directory_page(
+        self, uri: str, cursor: str | None, spent: Budget, children: int
+    ) -> dict[str, Any]:
+        raw = await self._request(
+            DirectoryReadRequest(params=DirectoryReadParams(uri=uri, cursor=cursor))
+        )
+        resources = raw.get("resources")
+        if isinstance(resources, list) and (
+            children + len(resources) > self.limits.max_directory_entries
+        ):
+            raise ListingRunaway(
+                f"the directory has more than {self.limits.max_directory_entries} entries",
+                rule=_DIR_PAGINATION,
+            )
+        self._check_bytes(
+            raw,
+            "resources/directory/read",
+            self.limits.max_directory_response_bytes,
+            spent,
+            ("directory listing", self.limits.max_directory_bytes),
+            rule=_DIR_PAGINATION,
+        )
+        return raw
+
+    # --- raw results, for auditing a server (skillward check) ---------------------------
+
+    async def list_skills_raw(self, cursor: str | None, budget: Budget) -> dict[str, Any]:
+        """One ``skills/list`` result as received, unchecked but bounded: the walk ``budget``
+        holds (pages, entries, files, bytes) against the Limits, as :meth:`list_skills` does.
+        Needs only the extension to be declared."""
+
+        async def operation() -> dict[str, Any]:
+            if budget.pages >= self.limits.max_list_pages:
+                raise ListingRunaway(
+                    f"the listing did not end within {self.limits.max_list_pages} pages",
+                    rule=_LIST_PAGINATION,
+                )
+            budget.pages += 1
+            raw = await self._request(SkillsListRequest(params=SkillsListParams(cursor=cursor)))
+            self._check_page(raw, budget)
+            return raw
+
+        raw: dict[str, Any] = await self._run(operation)
+        return raw
+
+    async def get_skill_raw(self, uri: str) -> dict[str, Any]:
+        """One ``skills/get`` result as received, unchecked but held to its byte cap."""
+
+        async def operation() -> dict[str, Any]:
+            raw = await self._request(SkillsGetRequest(params=SkillsGetParams(uri=uri)))
+            self._check_bytes(raw, "skills/get", self.limits.max_get_response_bytes)
+            return raw
+
+        raw: dict[str, Any] = await self._run(operation, uri=uri)
+        return raw
+
+    async def read_directory_raw(
+        self, uri: str, cursor: str | None, budget: Budget, children: int
+    ) -> dict[str, Any]:
+        """One ``resources/directory/read`` page as received, unchecked but bounded as
+        :meth:`read_directory` bounds its walk (``children`` collected so far). Sent only
+        to a server declaring ``directoryRead``."""
+        if not self.capability().directory_read:
+            raise CapabilityMissing(
+                "the server does not declare directoryRead", server=self.label, uri=uri
+            )
+
+        async def operation() -> dict[str, Any]:
+            if budget.pages >= self.limits.max_list_pages:
+                raise ListingRunaway(
+                    f"the directory listing did not end within {self.limits.max_list_pages} pages",
+                    rule=_DIR_PAGINATION,
+                )
+            budget.pages += 1
+            return await self._directory_page(uri, cursor, budget, children)
+
+        raw: dict[str, Any] = await self._run(operation, uri=uri)
+        return raw
+
+    async def list_resources_raw(self, cursor: str | None, budget: Budget) -> dict[str, Any]:
+        """One ``resources/list`` result as received, bounded like a listing walk's pages."""
+        self._require_resources()
+
+        async def operation() -> dict[str, Any]:
+            if budget.pages >= self.limits.max_list_pages:
+                raise ListingRunaway(
+                    f"resources/list did not end within {self.limits.max_list_pages} pages",
+                    rule=_WIRE_CAPS,
+                )
+            budget.pages += 1
+            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            raw = await self._request(types.ListResourcesRequest(params=params))
+            walk = ("resource listing", self.limits.max_listing_bytes)
+            self._check_bytes(
+                raw, "resources/list", self.limits.max_list_response_bytes, budget, walk
+            )
+            return raw
+
+        raw: dict[str, Any] = await self._run(operation)
+        return raw
 
 
 def _check_in_time(handshake: anyio.CancelScope, late: str, label: str) -> None:
@@ -612,35 +773,55 @@ def _first_problem(error: ValidationError) -> str:
 
 
 def _too_large(cap: int) -> NoReturn:
-    raise ResponseTooLarge(f"the server sent more than {cap} bytes")
+    raise ResponseTooLarge(f"the server sent more than {cap} bytes", rule=_READ_SIZE)
 
 
 def _exact_bytes(result: types.ReadResourceResult, uri: str, cap: int) -> bytes:
     """The raw bytes of a single-file read: text as UTF-8, blobs strictly base64-decoded."""
+    return _exact_content(result, uri, cap).data
+
+
+def _exact_content(result: types.ReadResourceResult, uri: str, cap: int) -> ResourceContent:
+    """The one content item a read of a single file holds, for ``uri`` exactly; which item
+    is checked before any is decoded."""
     if len(result.contents) != 1:
-        raise InvalidResponse(f"expected one content item, got {len(result.contents)}")
+        raise InvalidResponse(
+            f"expected one content item, got {len(result.contents)}", rule=_READ_ONE
+        )
     item = result.contents[0]
     if item.uri != uri:
-        raise InvalidResponse(f"the content is for a different URI, {item.uri[:300]!r}")
+        raise InvalidResponse(
+            f"the content is for a different URI, {item.uri[:300]!r}", rule=_READ_ONE
+        )
+    return _content(item, cap)
+
+
+def _content(item: Any, cap: int) -> ResourceContent:
+    """One content item's exact bytes: text as UTF-8, blobs strictly base64-decoded."""
+    meta = item.meta if isinstance(item.meta, dict) else None
     if isinstance(item, types.TextResourceContents):
         if len(item.text) > cap:  # at least one byte per character
             _too_large(cap)
         try:
             data = item.text.encode("utf-8")
         except UnicodeEncodeError:
-            raise InvalidResponse("the text content is not valid Unicode") from None
+            raise InvalidResponse(
+                "the text content is not valid Unicode", rule=_READ_ENCODING
+            ) from None
+        text = True
     elif isinstance(item, types.BlobResourceContents):
         blob = item.blob
         if len(blob) > 4 * ((cap + 2) // 3):
             _too_large(cap)
         if len(blob) % 4:
-            raise InvalidResponse("the blob is not valid base64")
+            raise InvalidResponse("the blob is not valid base64", rule=_READ_ENCODING)
         try:
             data = base64.b64decode(blob, validate=True)
         except (binascii.Error, ValueError):
-            raise InvalidResponse("the blob is not valid base64") from None
+            raise InvalidResponse("the blob is not valid base64", rule=_READ_ENCODING) from None
+        text = False
     else:  # pragma: no cover - the SDK only produces the two kinds
         raise InvalidResponse("unknown content kind")
     if len(data) > cap:
         _too_large(cap)
-    return data
+    return ResourceContent(item.uri, data, text, item.mime_type, meta)

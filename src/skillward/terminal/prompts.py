@@ -184,6 +184,11 @@ class Terminal:
         # Context blocks are already neutralised; print them verbatim, never as markup.
         self.out.print(text, markup=False, highlight=False, soft_wrap=True)
 
+    def plain(self, text: str) -> None:
+        """Print ``text``, already escaped, exactly: no markup, no highlighting, no
+        ``:emoji:`` codes, no wrapping by the console (``skillward check``'s reports)."""
+        self.out.print(text, markup=False, highlight=False, emoji=False, soft_wrap=True)
+
     def heading(self, text: str) -> None:
         self.out.print(f"\n[bold]{escape(text)}[/bold]")
 
