@@ -71,10 +71,11 @@ def where(path: Path) -> str:
 
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if "examples" not in p.relative_to(PACKAGE).parts)
 # The verifier core takes bytes and returns verified objects: no I/O of any kind.
-# trust/_policyfile.py is not the verifier, but held to the same rule: policy text in, a
-# document out.
+# trust/_policyfile.py and trust/approvals.py are not the verifier, but held to the same
+# rule: policy text in, a document out; an entry and a record in, a verdict out.
 PURE = sorted(
-    [p for p in MODULES if where(p).startswith("core/")] + [PACKAGE / "trust" / "_policyfile.py"]
+    [p for p in MODULES if where(p).startswith("core/")]
+    + [PACKAGE / "trust" / "_policyfile.py", PACKAGE / "trust" / "approvals.py"]
 )
 
 
