@@ -28,7 +28,7 @@ CONFINED = {
     "uvicorn": {"serve/server.py"},
     # The disk cache's and the audit file's locks; the standard library, but POSIX-only
     # and easy to misuse.
-    "fcntl": {"cache/_disk.py", "trust/audit.py"},
+    "fcntl": {"cache/_files.py", "trust/audit.py"},
     # Policy files are read once, at the boundary.
     "tomllib": {"trust/_policyfile.py"},
 }
@@ -263,6 +263,16 @@ def test_the_process_module_imports_no_sdk_not_even_through_another_module() -> 
 def test_the_host_depends_on_the_cache_seam_never_on_the_disk_cache() -> None:
     users = {where(path) for path in MODULES if "skillward.cache._disk" in modules_imported(path)}
     assert users <= {"__init__.py", "cli/administering.py", "cli/_host.py"}, users
+    # The disk cache's parts (its blobs, index and files) are its own.
+    for path in MODULES:
+        if where(path).startswith("cache/"):
+            continue
+        parts = {
+            m
+            for m in modules_imported(path)
+            if m.startswith("skillward.cache._") and m != "skillward.cache._disk"
+        }
+        assert not parts, f"{where(path)} imports {sorted(parts)}"
 
 
 def test_the_lazy_facade_imports_for_type_checkers_exactly_what_it_exports() -> None:
