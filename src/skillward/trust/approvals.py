@@ -162,23 +162,24 @@ class ActivationRequest:
     def key(self) -> SkillKey:
         return self.record.key
 
+    def _frontmatter(self) -> Mapping[str, object]:
+        entry = self.record.entry
+        return entry.frontmatter.as_dict() if entry is not None else {}
+
     @property
     def allowed_tools(self) -> object:
         """The ``allowed-tools`` the skill requests (a request, never a grant)."""
-        entry = self.record.entry
-        return entry.frontmatter.as_dict().get("allowed-tools") if entry else None
+        return self._frontmatter().get("allowed-tools")
 
     @property
     def requested_tools(self) -> tuple[str, ...]:
         """``allowed-tools`` parsed as the Agent Skills spec writes it (a request only)."""
-        entry = self.record.entry
-        return allowed_tools(entry.frontmatter.as_dict()) if entry else ()
+        return allowed_tools(self._frontmatter())
 
     @property
     def hooks(self) -> object:
         """The ``hooks`` the frontmatter declares (shown; never run, never granted)."""
-        entry = self.record.entry
-        return entry.frontmatter.as_dict().get("hooks") if entry else None
+        return self._frontmatter().get("hooks")
 
     @property
     def nested_skill_files(self) -> tuple[str, ...]:
