@@ -15,7 +15,7 @@ Any difference revokes, and a revoked record is never honoured again.
 :class:`~skillward.trust.book.ApprovalBook` is the :class:`Approver` that remembers:
 ``session`` approvals in memory, ``remember`` approvals in an :class:`ApprovalStorage`
 (the keyring-authenticated file in ``_store.py``), and a :class:`Prompter` for the rest.
-Everything here is pure: no I/O, no waiting.
+It does the waiting and the store's I/O; this module does neither.
 
 Grants beyond activation (the ``allowed-tools`` a skill requests, host code
 execution while acting on it) are given separately and explicitly, live in the

@@ -90,8 +90,9 @@ class _Asking:
                 self._settled.set()
 
     async def ask(self, prompter: Prompter, questions: list[Question]) -> list[Answer]:
-        """``prompter``'s answers to ``questions``: every one denied if it fails or
-        miscounts."""
+        """``prompter``'s answers to ``questions``, asked with every question waiting. A
+        prompter that miscounts approves nothing; one that fails denies the questions
+        that waited with these, and raises."""
         if not questions:
             return []
         if self._prompting is None:
