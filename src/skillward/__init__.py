@@ -110,7 +110,6 @@ if TYPE_CHECKING:
     from skillward.trust.approvals import (
         ActivationRequest,
         Answer,
-        ApprovalBook,
         ApprovalRecord,
         ApprovalRules,
         ApprovalStorage,
@@ -127,6 +126,7 @@ if TYPE_CHECKING:
         assess,
     )
     from skillward.trust.audit import AuditEvent, AuditTrail
+    from skillward.trust.book import ApprovalBook
     from skillward.trust.gates import (
         CrossOriginGate,
         CrossOriginRequest,
@@ -341,7 +341,6 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "skillward.trust.approvals": (
         "ActivationRequest",
         "Answer",
-        "ApprovalBook",
         "ApprovalRecord",
         "ApprovalRules",
         "ApprovalStorage",
@@ -358,6 +357,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "assess",
     ),
     "skillward.trust.audit": ("AuditEvent", "AuditTrail"),
+    "skillward.trust.book": ("ApprovalBook",),
     "skillward.trust.gates": (
         "CrossOriginGate",
         "CrossOriginRequest",

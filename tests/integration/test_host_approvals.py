@@ -14,7 +14,8 @@ from skillward.core.errors import ApprovalDenied, SkillChanged
 from skillward.edge.servers import InMemoryTransport, ServerSpec
 from skillward.host.skillhost import SkillHost
 from skillward.trust._store import FileApprovalStore
-from skillward.trust.approvals import Answer, ApprovalBook, Decision, Question, Scope
+from skillward.trust.approvals import Answer, Decision, Question, Scope
+from skillward.trust.book import ApprovalBook
 from tests.support.approvals import Scripted, yes
 from tests.support.hostile import HostileState, build_hostile_server, build_hostile_tree
 from tests.support.keys import MemoryKeys

@@ -25,8 +25,9 @@ from skillward.core.errors import (
 from skillward.edge._local import LocalSkillDir
 from skillward.host.skillhost import HostConfig, SkillHost
 from skillward.trust._store import FileApprovalStore
-from skillward.trust.approvals import Answer, ApprovalBook, Decision, Grants, Scope
+from skillward.trust.approvals import Answer, Decision, Grants, Scope
 from skillward.trust.audit import AuditTrail, read_events
+from skillward.trust.book import ApprovalBook
 from skillward.trust.gates import CrossOriginRequest, ExecutionRequest
 from skillward.trust.policy import GrantKind, GrantMode, NoPolicy
 from tests.support.approvals import Scripted, yes

@@ -17,8 +17,9 @@ from skillward.edge.servers import InMemoryTransport, ServerSpec, StdioTransport
 from skillward.host.skillhost import HostConfig, SkillHost
 from skillward.serve.server import build_skills_server
 from skillward.trust._store import FileApprovalStore
-from skillward.trust.approvals import ApprovalBook, DenyAll, content_hash
+from skillward.trust.approvals import DenyAll, content_hash
 from skillward.trust.audit import AuditTrail, read_events
+from skillward.trust.book import ApprovalBook
 from skillward.trust.policy import EffectivePolicy, Policy
 from tests.support.approvals import Scripted
 from tests.support.doubles import Approving

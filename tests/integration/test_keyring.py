@@ -22,7 +22,8 @@ from secretstorage.exceptions import ItemNotFoundException, PromptDismissedExcep
 from skillward.core.errors import RememberUnavailable
 from skillward.trust._keys import ATTEMPTS, OsKeyring
 from skillward.trust._store import VERIFY_ATTEMPTS, FileApprovalStore
-from skillward.trust.approvals import ApprovalBook, Decision, Scope, record_for
+from skillward.trust.approvals import Decision, Scope, record_for
+from skillward.trust.book import ApprovalBook
 from tests.support.approvals import HTTP, Scripted, make_entry, make_request, yes
 from tests.support.secret_service import forget, secret_service_or_skip
 

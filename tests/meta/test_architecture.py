@@ -28,7 +28,7 @@ CONFINED = {
     "uvicorn": {"serve/server.py"},
     # The disk cache's and the audit file's locks; the standard library, but POSIX-only
     # and easy to misuse.
-    "fcntl": {"cache/_disk.py", "trust/audit.py"},
+    "fcntl": {"cache/_files.py", "trust/audit.py"},
     # Policy files are read once, at the boundary.
     "tomllib": {"trust/_policyfile.py"},
 }
@@ -71,10 +71,11 @@ def where(path: Path) -> str:
 
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if "examples" not in p.relative_to(PACKAGE).parts)
 # The verifier core takes bytes and returns verified objects: no I/O of any kind.
-# trust/_policyfile.py is not the verifier, but held to the same rule: policy text in, a
-# document out.
+# trust/_policyfile.py and trust/approvals.py are not the verifier, but held to the same
+# rule: policy text in, a document out; an entry and a record in, a verdict out.
 PURE = sorted(
-    [p for p in MODULES if where(p).startswith("core/")] + [PACKAGE / "trust" / "_policyfile.py"]
+    [p for p in MODULES if where(p).startswith("core/")]
+    + [PACKAGE / "trust" / "_policyfile.py", PACKAGE / "trust" / "approvals.py"]
 )
 
 
@@ -262,6 +263,16 @@ def test_the_process_module_imports_no_sdk_not_even_through_another_module() -> 
 def test_the_host_depends_on_the_cache_seam_never_on_the_disk_cache() -> None:
     users = {where(path) for path in MODULES if "skillward.cache._disk" in modules_imported(path)}
     assert users <= {"__init__.py", "cli/administering.py", "cli/_host.py"}, users
+    # The disk cache's parts (its blobs, index and files) are its own.
+    for path in MODULES:
+        if where(path).startswith("cache/"):
+            continue
+        parts = {
+            m
+            for m in modules_imported(path)
+            if m.startswith("skillward.cache._") and m != "skillward.cache._disk"
+        }
+        assert not parts, f"{where(path)} imports {sorted(parts)}"
 
 
 def test_the_lazy_facade_imports_for_type_checkers_exactly_what_it_exports() -> None:

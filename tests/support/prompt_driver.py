@@ -17,7 +17,8 @@ from skillward.core.origins import Origin
 from skillward.core.registry import SkillRecord
 from skillward.terminal.prompts import Terminal, TerminalApprover
 from skillward.trust._store import FileApprovalStore
-from skillward.trust.approvals import ActivationRequest, ApprovalBook
+from skillward.trust.approvals import ActivationRequest
+from skillward.trust.book import ApprovalBook
 from tests.support.approvals import HTTP, make_entry
 from tests.support.keys import FileKeys
 

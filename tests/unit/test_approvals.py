@@ -1,4 +1,5 @@
-"""Content-bound approvals: the pure decision, and the book that remembers and asks."""
+"""Content-bound approvals: the pure decision (approvals.py), and the book that remembers
+and asks (book.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from skillward.core.origins import SkillKey
 from skillward.core.wire import SkillEntry, parse_entry
 from skillward.trust._store import FileApprovalStore
 from skillward.trust.approvals import (
-    ApprovalBook,
     ApprovalRecord,
     Approved,
     Changed,
@@ -24,8 +24,10 @@ from skillward.trust.approvals import (
     NeverApproved,
     Scope,
     assess,
+    assess_any,
     record_for,
 )
+from skillward.trust.book import ApprovalBook
 from tests.support.approvals import HTTP, SKILL_MD, Scripted, make_entry, make_request, yes
 from tests.support.keys import MemoryKeys
 
@@ -164,6 +166,25 @@ def test_any_difference_in_the_file_set_is_a_change_and_no_difference_is_approva
         assert isinstance(verdict, Approved)
     else:
         assert isinstance(verdict, Changed)
+
+
+@pytest.mark.threat("T9")
+def test_of_several_records_one_that_approves_exactly_this_content_is_enough() -> None:
+    session, stored = approve(V2), approve(V1)
+    verdict = assess_any(make_entry(V1), HTTP, [session, stored])
+    assert isinstance(verdict, Approved)
+    assert verdict.record is stored
+
+
+@pytest.mark.threat("T9")
+def test_of_several_records_none_approving_the_first_difference_is_the_change() -> None:
+    revoked = approve(V1).model_copy(update={"revoked": "the skill changed"})
+    verdict = assess_any(make_entry(V1), HTTP, [revoked, approve(V2)])
+    assert isinstance(verdict, Changed)
+    assert verdict.record is revoked
+    assert isinstance(assess_any(make_entry(V1), HTTP, []), NeverApproved)
+    elsewhere = make_entry(V1, root="skill://other/refunds")
+    assert isinstance(assess_any(elsewhere, HTTP, [approve(V1)]), NeverApproved)
 
 
 # --- the book ---------------------------------------------------------------------------

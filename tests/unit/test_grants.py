@@ -11,7 +11,6 @@ import pytest
 from skillward.trust._store import FileApprovalStore
 from skillward.trust.approvals import (
     Answer,
-    ApprovalBook,
     ApprovalRecord,
     Change,
     Decision,
@@ -21,6 +20,7 @@ from skillward.trust.approvals import (
     record_for,
 )
 from skillward.trust.audit import AuditTrail, read_events
+from skillward.trust.book import ApprovalBook
 from tests.support.approvals import HTTP, Scripted, make_entry, make_request, yes
 from tests.support.keys import MemoryKeys
 

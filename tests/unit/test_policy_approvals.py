@@ -9,14 +9,8 @@ import pytest
 
 from skillward.core.errors import PolicyDenied
 from skillward.trust._store import FileApprovalStore
-from skillward.trust.approvals import (
-    ActivationRequest,
-    ApprovalBook,
-    ApprovalRules,
-    Decision,
-    Grants,
-    Scope,
-)
+from skillward.trust.approvals import ActivationRequest, ApprovalRules, Decision, Grants, Scope
+from skillward.trust.book import ApprovalBook
 from tests.support.approvals import Scripted, make_entry, make_request, yes
 from tests.support.keys import MemoryKeys
 from tests.support.policies import PolicyDirs

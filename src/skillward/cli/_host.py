@@ -49,12 +49,12 @@ from skillward.terminal.prompts import OriginSummary, Terminal, TerminalApprover
 from skillward.trust.approvals import (
     ActivationRequest,
     Answer,
-    ApprovalBook,
     ApproveOnce,
     Decision,
     Grants,
 )
 from skillward.trust.audit import AuditTrail
+from skillward.trust.book import ApprovalBook
 from skillward.trust.policy import EffectivePolicy
 
 if TYPE_CHECKING:

@@ -24,11 +24,11 @@ if TYPE_CHECKING:
     from skillward.trust.approvals import (
         ActivationRequest,
         Answer,
-        ApprovalBook,
         ApprovalRecord,
         Grants,
         Scope,
     )
+    from skillward.trust.book import ApprovalBook
 
 __all__ = [
     "add_commands",
@@ -201,7 +201,7 @@ def approvals_revoke(args: argparse.Namespace, terminal: Terminal) -> int:
     import anyio
 
     from skillward.terminal.prompts import TerminalApprover
-    from skillward.trust.approvals import ApprovalBook
+    from skillward.trust.book import ApprovalBook
 
     kept = store(terminal)
     _usable(kept.unavailable())

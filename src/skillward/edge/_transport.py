@@ -291,17 +291,28 @@ _EOL_RE = re.compile(rb"\r\n|\r|\n")
 _BATCH = 64 * 1024
 
 
-class _Capped(httpx2.AsyncByteStream):
-    """A response body that is one message: held to the caps, then passed on whole."""
+class _Held(httpx2.AsyncByteStream):
+    """A response body read through skillward before the SDK sees it; closing it closes
+    the body it holds."""
 
-    def __init__(self, inner: httpx2.AsyncByteStream, size: int | None, caps: _Caps) -> None:
+    def __init__(self, inner: httpx2.AsyncByteStream) -> None:
         self._inner = inner
-        self._size = size
-        self._caps = caps
 
     @property
     def elapsed(self) -> Any:
         return getattr(self._inner, "elapsed", None)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _Capped(_Held):
+    """A response body that is one message: held to the caps, then passed on whole."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, size: int | None, caps: _Caps) -> None:
+        super().__init__(inner)
+        self._size = size
+        self._caps = caps
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         limits = self._caps.limits
@@ -322,11 +333,8 @@ class _Capped(httpx2.AsyncByteStream):
         if body:
             yield body
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
-
-class _CappedEvents(httpx2.AsyncByteStream):
+class _CappedEvents(_Held):
     """A server-sent event stream, passed on line by line, each event held to the caps
     before a line that would take it past one is passed on.
 
@@ -337,12 +345,8 @@ class _CappedEvents(httpx2.AsyncByteStream):
     """
 
     def __init__(self, inner: httpx2.AsyncByteStream, caps: _Caps) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._caps = caps
-
-    @property
-    def elapsed(self) -> Any:
-        return getattr(self._inner, "elapsed", None)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         limits = self._caps.limits
@@ -392,9 +396,6 @@ class _CappedEvents(httpx2.AsyncByteStream):
         if partial:  # an unfinished last line, passed on as it came
             yield b"".join(partial)
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
 
 #: A run of bytes of non-ASCII UTF-8 characters (every byte of which is non-ASCII).
 _NON_ASCII_RE = re.compile(rb"[\x80-\xff]+")
@@ -431,17 +432,14 @@ class _Caps:
             response.stream = _Capped(inner, size, self)
 
 
-class _Refusing(httpx2.AsyncByteStream):
+class _Refusing(_Held):
     def __init__(self, inner: httpx2.AsyncByteStream, refusal: Refused) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._refusal = refusal
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         raise self._refusal
         yield b""  # pragma: no cover - makes this an async generator
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
 
 @asynccontextmanager

@@ -132,7 +132,6 @@ from skillward.edge.servers import ServerSpec, StdioTransport
 from skillward.trust.approvals import (
     ActivationRequest,
     Answer,
-    ApprovalBook,
     Approver,
     Decision,
     DenyAll,
@@ -144,6 +143,7 @@ from skillward.trust.approvals import (
     revoke_approval,
 )
 from skillward.trust.audit import AuditTrail, EventKind, GateKind, Outcome
+from skillward.trust.book import ApprovalBook
 from skillward.trust.gates import (
     CrossOriginGate,
     CrossOriginRequest,
