@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 _WHERE = {
-    **{name: "skillward.host.types" for name in __all__},
+    **dict.fromkeys(__all__, "skillward.host.types"),
     "SkillHost": "skillward.host.skillhost",
     "SyncSkillHost": "skillward.host.sync",
 }

@@ -42,13 +42,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import importlib
 import inspect
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NoReturn, Self, TypeVar
@@ -78,15 +75,12 @@ from skillward.core.errors import (
     CapabilityMissing,
     ConfigError,
     CrossOriginDenied,
-    DeadlineExceeded,
     ExecutionDenied,
     FrontmatterError,
     IntegrityError,
-    OriginError,
     PolicyDenied,
     ReactivationRequired,
     ResponseTooLarge,
-    ServerDisconnected,
     ServerRejected,
     SizeMismatch,
     SkillChanged,
@@ -94,7 +88,6 @@ from skillward.core.errors import (
     SkillNotFound,
     SkillTooLarge,
     SkillwardError,
-    TransportError,
     UnknownServer,
     UnlistedResource,
     UnverifiableSkill,
@@ -127,8 +120,8 @@ from skillward.edge._local import (
     read_skill_md,
     skill_files,
 )
-from skillward.edge._process import Child, Reaper, spawn
-from skillward.edge.servers import ServerSpec, StdioTransport
+from skillward.edge.servers import ServerSpec
+from skillward.host._connections import Connection, Connections
 from skillward.host.types import (
     TOOL_SCHEMAS,
     Activation,
@@ -163,7 +156,7 @@ from skillward.trust.gates import (
 from skillward.trust.policy import EffectivePolicy, GrantKind, GrantMode, NoPolicy, Policy
 
 if TYPE_CHECKING:
-    from skillward.edge.client import SkillsClient
+    pass
 
 __all__ = [
     "TOOL_SCHEMAS",
@@ -194,33 +187,6 @@ def _off_loop(build: Callable[..., ContextBlock]) -> Callable[..., Awaitable[Con
 
 
 _T = TypeVar("_T")
-
-
-@dataclass(eq=False)
-class _Connection:
-    """One server's connection, run in a task of its own."""
-
-    spec: ServerSpec
-    client: SkillsClient | None = None
-    skills: bool = True
-    note: str | None = None
-    reported_name: str | None = None
-    #: Why the connection ended, once it has (and was not closed by the host).
-    error: SkillwardError | None = None
-    ready: anyio.Event = field(default_factory=anyio.Event)
-    stop: anyio.Event = field(default_factory=anyio.Event)
-    done: anyio.Event = field(default_factory=anyio.Event)
-    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
-    inflight: set[anyio.CancelScope] = field(default_factory=set)
-    lock: anyio.Lock = field(default_factory=anyio.Lock)
-
-    @property
-    def label(self) -> str:
-        return self.spec.label
-
-    @property
-    def alive(self) -> bool:
-        return self.client is not None and not self.done.is_set()
 
 
 def _depth(entry: SkillEntry) -> int:
@@ -288,41 +254,6 @@ def _decision(answer: object, who: object) -> Decision:
     return answer
 
 
-#: The module that speaks to servers. It imports ``mcp``: most of a cold start.
-_CLIENT_EDGE = "skillward.edge.client"
-
-
-async def _import_client_edge() -> None:
-    """Import the client edge in a worker thread, so the event loop goes on meanwhile (a
-    stdio server's process, started first, starts up alongside) and a deadline still
-    applies. Once it is imported, this costs a trip to the thread and back."""
-    await anyio.to_thread.run_sync(importlib.import_module, _CLIENT_EDGE, abandon_on_cancel=True)
-
-
-def _connection_error(error: BaseException, spec: ServerSpec) -> SkillwardError:
-    """Why a connection ended, as a SkillwardError naming the server (secrets cleaned).
-    The client edge is imported by then (see :func:`_why_ended`)."""
-    from skillward.edge.client import translate  # noqa: PLC0415  (imported by the connection)
-
-    return translate(error, server=spec.label, secrets=spec.secret_values(), ended=True)
-
-
-async def _why_ended(error: BaseException, spec: ServerSpec) -> SkillwardError:
-    """:func:`_connection_error`, the client edge imported first: a stdio server's process
-    can fail to start before it is. If it cannot be imported, that is why."""
-    try:
-        await _import_client_edge()
-    except Exception as broken:
-        failed = TransportError(
-            f"cannot load the MCP client: {type(broken).__name__}: {str(broken)[:300]}",
-            server=spec.label,
-            hint="The MCP SDK (the mcp package) could not be imported: reinstall skillward.",
-        )
-        failed.__cause__ = broken
-        return failed
-    return _connection_error(error, spec)
-
-
 def _tool_arguments(arguments: object) -> Mapping[str, Any]:
     """A tool call's arguments: a mapping, a JSON object string, or nothing."""
     if arguments is None:
@@ -386,16 +317,13 @@ class SkillHost:
         self.registry = Registry()
         self.notes: list[str] = []
         self._sink = sink
-        self._connections: dict[str, _Connection] = {}
+        self._connections = Connections(self.config.limits)
         self._windows: dict[SkillKey, Activation] = {}
         # MCP origins whose text has reached the model since the context was last reset.
         self._in_context: set[str] = set()
         # Bytes retrieved so far per dynamic skill: nothing else bounds them.
         self._dynamic_spent: dict[SkillKey, int] = {}
         self._local_locks: dict[str, anyio.Lock] = {}
-        self._stack: AsyncExitStack | None = None
-        self._tasks: anyio.abc.TaskGroup | None = None
-        self._reaper: Reaper | None = None
 
     @property
     def limits(self) -> Limits:
@@ -404,12 +332,9 @@ class SkillHost:
     # --- lifecycle --------------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
-        if self._stack is not None:
+        if self._connections.is_open:
             raise UsageError("this SkillHost is already open")
-        stack = AsyncExitStack()
-        self._tasks = await stack.enter_async_context(anyio.create_task_group())
-        self._reaper = Reaper(self._tasks)
-        self._stack = stack
+        await self._connections.open()
         try:
             for source in self.config.local_dirs:
                 self.add_local_dir(source)
@@ -431,21 +356,9 @@ class SkillHost:
         processes to be stopped: each stdio server still gets ``Limits.exit_timeout`` to
         exit after its stdin closes, but one already sent SIGTERM is killed at once. Never
         raises for a server that already died."""
-        for label in reversed(list(self._connections)):
+        for label in reversed(self._connections.labels()):
             await self.disconnect(label)
-        if self._reaper is not None:
-            self._reaper.hurry()
-        stack, self._stack, self._tasks, self._reaper = self._stack, None, None, None
-        if stack is not None:
-            await stack.aclose()
-
-    def _task_group(self) -> anyio.abc.TaskGroup:
-        if self._tasks is None:
-            raise UsageError(
-                "open the host first: use `async with SkillHost(...) as host:`",
-                hint="Connections run in tasks the host owns while it is open.",
-            )
-        return self._tasks
+        await self._connections.aclose()
 
     async def connect(self, spec: ServerSpec) -> None:
         """Connect ``spec`` and list its skills. Reads no resource.
@@ -453,20 +366,17 @@ class SkillHost:
         The handshake is bounded by ``Limits.operation_timeout``, and so is the
         listing. On failure the server is not added and the error says why.
         """
-        tasks = self._task_group()
+        self._connections.require_open()
         label = check_label(spec.label)
         self._check_server(spec)
         if label in self._connections or any(o.label == label for o in self.registry.origins()):
             raise ConfigError(f"label {label!r} is already in use; labels are unique per host")
-        connection = _Connection(spec)
-        self._connections[label] = connection
+        connection = await self._connections.add(spec)
         try:
-            await self._open(tasks, connection)
             await self._list(connection)
         except BaseException:
-            self._connections.pop(label, None)
+            self._connections.discard(connection)
             self.registry.remove_origin(label)
-            self._abandon(connection)
             raise
         logger.info(
             "connected %s (%s): %d skills, %d declined",
@@ -496,148 +406,24 @@ class SkillHost:
         The skills in the acting window stay there: their pinned entries still decide
         what is read under them.
         """
-        tasks = self._task_group()
+        self._connections.require_open()
         old = self._connections.get(label)
         if old is None:
             raise UnknownServer(f"no server was connected as {label!r}")
         self._check_server(old.spec)
-        await self._end(old)
-        connection = _Connection(old.spec)
-        self._connections[label] = connection
+        connection = await self._connections.reopen(old)
         try:
-            await self._open(tasks, connection)
             await self._list(connection)
         except SkillwardError as error:
-            connection.error = connection.error or error
-            self._abandon(connection)
+            self._connections.abandon(connection, error)
             raise
         logger.info("reconnected %s", label)
 
-    @staticmethod
-    def _abandon(connection: _Connection) -> None:
-        """End a connection that failed to open: politely once connected, else at once."""
-        if connection.client is not None:
-            connection.stop.set()
-        else:
-            connection.scope.cancel()
-
-    async def _open(self, tasks: anyio.abc.TaskGroup, connection: _Connection) -> None:
-        """Start the connection's task and wait, within one deadline, for its handshake."""
-        tasks.start_soon(self._run_connection, connection, name=f"skillward:{connection.label}")
-        timeout = self.limits.operation_timeout
-        with anyio.move_on_after(timeout):
-            await connection.ready.wait()
-        if not connection.ready.is_set():
-            connection.scope.cancel()
-            raise DeadlineExceeded(
-                f"the server did not complete the handshake within {timeout:g} s",
-                server=connection.label,
-            )
-        if connection.error is not None:
-            raise connection.error
-        assert connection.client is not None
-
-    async def _run_connection(self, connection: _Connection) -> None:
-        """The connection's task: it owns the SDK session, from handshake to close."""
-        label = connection.label
-        child: Child | None = None
-        try:
-            with connection.scope:
-                try:
-                    child = await self._spawn(connection.spec)
-                    await _import_client_edge()
-                    from skillward.edge.client import SkillsClient  # noqa: PLC0415  (imported above)
-
-                    async with SkillsClient.connect(
-                        connection.spec, limits=self.limits, reaper=self._reaper, child=child
-                    ) as client:
-                        connection.client = client
-                        connection.reported_name = client.server_name
-                        connection.ready.set()
-                        await connection.stop.wait()
-                finally:
-                    if child is not None:
-                        # Stopped at once, unless its session already let it go politely.
-                        child.release(polite=False)
-        except Exception as error:  # a dying server is reported, never raised
-            connection.error = await _why_ended(error, connection.spec)
-        except BaseExceptionGroup as group:
-            cancelled = anyio.get_cancelled_exc_class()
-            rest = group.split(cancelled)[1]
-            if rest is None or rest.split(Exception)[1] is not None:
-                raise
-            connection.error = await _why_ended(rest, connection.spec)
-        finally:
-            if connection.error is None and not connection.stop.is_set():
-                connection.error = ServerDisconnected("the connection closed", server=label)
-            if connection.error is not None and connection.ready.is_set():
-                logger.info("server %s disconnected: %s", label, connection.error.message)
-            for scope in list(connection.inflight):
-                scope.cancel()
-            connection.done.set()
-            connection.ready.set()
-
-    async def _spawn(self, spec: ServerSpec) -> Child | None:
-        """Start a stdio server's process, before the client edge is imported: the server
-        starts up (its own import of the SDK, mostly) while this process imports it."""
-        transport = spec.transport
-        if not isinstance(transport, StdioTransport):
-            return None
-        assert self._reaper is not None
-        return await spawn(spec, transport, limits=self.limits, reaper=self._reaper)
-
-    async def _call(
-        self,
-        connection: _Connection,
-        operation: Callable[[SkillsClient], Awaitable[_T]],
-        *,
-        uri: str | None = None,
-    ) -> _T:
-        """Run one client operation; a connection that dies meanwhile ends it cleanly."""
-        client = connection.client
-        if client is None or not connection.alive:
-            raise self._disconnected(connection, uri)
-        scope = anyio.CancelScope()
-        connection.inflight.add(scope)
-        try:
-            with scope:
-                try:
-                    return await operation(client)
-                except OriginError:
-                    if client.ended is not None:
-                        # The transport refused what the server sent and ended the
-                        # connection: the caller hears why; later calls, that it is gone.
-                        self._lost(connection, client.ended)
-                    raise
-                except ServerDisconnected as error:
-                    # The session noticed the connection is gone: end it, for every caller.
-                    self._lost(connection, error)
-                    raise self._disconnected(connection, uri) from None
-                except TransportError:
-                    if connection.done.is_set():
-                        raise self._disconnected(connection, uri) from None
-                    raise
-        finally:
-            connection.inflight.discard(scope)
-        raise self._disconnected(connection, uri)
-
-    @staticmethod
-    def _lost(connection: _Connection, error: SkillwardError) -> None:
-        if connection.error is None:
-            connection.error = error
-        connection.stop.set()
-
-    def _disconnected(self, connection: _Connection, uri: str | None) -> ServerDisconnected:
-        reason = connection.error.message if connection.error is not None else "it was closed"
-        return ServerDisconnected(
-            f"the server is disconnected ({reason})", server=connection.label, uri=uri
-        )
-
-    async def _list(self, connection: _Connection) -> None:
+    async def _list(self, connection: Connection) -> None:
         assert connection.client is not None
         origin = Origin("mcp", connection.label, connection.reported_name)
         try:
-            listing = await self._call(connection, lambda c: c.list_skills())
+            listing = await self._connections.call(connection, lambda c: c.list_skills())
         except CapabilityMissing as missing:
             connection.skills = False
             connection.note = missing.message
@@ -660,24 +446,10 @@ class SkillHost:
 
         Returns once the session is closed (within ``Limits.exit_timeout``); a stdio
         server's process is stopped afterwards, in a task of the host's own."""
-        connection = self._connections.pop(label, None)
         self.registry.remove_origin(label)
         for key in [k for k in self._windows if k.origin == label]:
             self._close(key)
-        if connection is not None:
-            await self._end(connection)
-
-    async def _end(self, connection: _Connection) -> None:
-        """Close ``connection``'s session, within ``Limits.exit_timeout``: past that it is
-        cut off. Never waits for a stdio server's process, which is stopped in a task of
-        the host's own."""
-        connection.stop.set()
-        with anyio.CancelScope(shield=True):
-            with anyio.move_on_after(self.limits.exit_timeout):
-                await connection.done.wait()
-            if not connection.done.is_set():
-                connection.scope.cancel()
-                await connection.done.wait()
+        await self._connections.remove(label)
 
     async def forget_server(self, label: str) -> None:
         """Remove a server from this host: disconnect it and purge what the cache keeps of it."""
@@ -698,7 +470,7 @@ class SkillHost:
         self.registry.set_origin(origin, records, declined)
         self.notes.extend(notes)
 
-    def _connection(self, label: str) -> _Connection:
+    def _connection(self, label: str) -> Connection:
         connection = self._connections.get(label)
         if connection is None:
             known = self.registry.origins()
@@ -707,7 +479,7 @@ class SkillHost:
                     f"{label!r} is a local skill directory, not a server", local=True
                 )
             raise unknown_label(
-                label, self._connections, f"no connected server is labelled {label!r}"
+                label, self._connections.labels(), f"no connected server is labelled {label!r}"
             )
         return connection
 
@@ -716,23 +488,11 @@ class SkillHost:
         and return its status, which says why."""
         connection = self._connection(label)
         await connection.done.wait()
-        return self._status(connection)
-
-    def _status(self, connection: _Connection) -> ServerStatus:
-        alive = connection.alive
-        return ServerStatus(
-            label=connection.label,
-            target=connection.spec.describe(),
-            state="connected" if alive else "disconnected",
-            error=None if alive else (connection.error or self._disconnected(connection, None)),
-            skills=connection.skills,
-            note=connection.note,
-            reported_name=connection.reported_name,
-        )
+        return self._connections.status(connection)
 
     def servers(self) -> list[ServerStatus]:
         """Every server connected to this host, connected or not, in connection order."""
-        return [self._status(c) for c in self._connections.values()]
+        return self._connections.statuses()
 
     # --- what people and models see -----------------------------------------------------
 
@@ -803,9 +563,9 @@ class SkillHost:
         self.registry.put(record)
         return record
 
-    async def _get_skill(self, connection: _Connection, uri: str) -> SkillEntry:
+    async def _get_skill(self, connection: Connection, uri: str) -> SkillEntry:
         try:
-            return await self._call(connection, lambda c: c.get_skill(uri), uri=uri)
+            return await self._connections.call(connection, lambda c: c.get_skill(uri), uri=uri)
         except ServerRejected as rejected:
             if rejected.code == -32602:  # SEP-2640: the URI identifies no skill it serves
                 raise SkillNotFound(
@@ -1150,7 +910,7 @@ class SkillHost:
         self._dynamic_spent.pop(key, None)
 
     @staticmethod
-    def _cache_key(connection: _Connection, skill: str, item: ResourceItem) -> CacheKey:
+    def _cache_key(connection: Connection, skill: str, item: ResourceItem) -> CacheKey:
         """A listed file of ``skill`` as the cache keys it: bound to the transport identity."""
         return CacheKey(
             origin=connection.label,
@@ -1161,19 +921,19 @@ class SkillHost:
             size=item.size,
         )
 
-    async def _fetch(self, connection: _Connection, uri: str, key: CacheKey | None) -> bytes:
+    async def _fetch(self, connection: Connection, uri: str, key: CacheKey | None) -> bytes:
         """Bytes for ``uri``. For a listed file (``key``): from the cache if it has them
         (they are verified after either way), else from the server, cut off above the
         listed size. The cache never stands in for a server that is not connected."""
         if key is None:
-            return await self._call(connection, lambda c: c.read_resource(uri), uri=uri)
+            return await self._connections.call(connection, lambda c: c.read_resource(uri), uri=uri)
         if not connection.alive:
-            raise self._disconnected(connection, uri)
+            raise self._connections.disconnected(connection, uri)
         cached = self.cache.get(key)
         if cached is not None:
             return cached
         try:
-            return await self._call(
+            return await self._connections.call(
                 connection, lambda c: c.read_resource(uri, max_bytes=key.size), uri=uri
             )
         except ResponseTooLarge:
@@ -1184,7 +944,7 @@ class SkillHost:
             ) from None
 
     async def _verified(
-        self, connection: _Connection, item: ResourceItem, skill: str
+        self, connection: Connection, item: ResourceItem, skill: str
     ) -> VerifiedFile:
         """A listed file of ``skill``, fetched (or taken from the cache) and verified."""
         label = connection.label
@@ -1195,7 +955,7 @@ class SkillHost:
         self.cache.put(key, verified.data)
         return verified
 
-    async def _fetch_dynamic(self, connection: _Connection, record: SkillRecord, uri: str) -> bytes:
+    async def _fetch_dynamic(self, connection: Connection, record: SkillRecord, uri: str) -> bytes:
         """A read of a dynamic skill, within what is left of its total-size budget."""
         spent = self._dynamic_spent.get(record.key, 0)
         left = self.limits.max_skill_bytes - spent
@@ -1208,7 +968,7 @@ class SkillHost:
         if left <= 0:
             raise spent_error
         try:
-            data = await self._call(
+            data = await self._connections.call(
                 connection, lambda c: c.read_resource(uri, max_bytes=left), uri=uri
             )
         except ResponseTooLarge:
@@ -1368,7 +1128,7 @@ class SkillHost:
         async with connection.lock:
             return await self._read_resource(connection, parsed)
 
-    async def _read_resource(self, connection: _Connection, parsed: ResourceUri) -> ContextBlock:
+    async def _read_resource(self, connection: Connection, parsed: ResourceUri) -> ContextBlock:
         server = connection.label
         uri = str(parsed)
         acting = sorted(
@@ -1423,7 +1183,7 @@ class SkillHost:
             )
 
     async def _dynamic_read(
-        self, connection: _Connection, activation: Activation, uri: str
+        self, connection: Connection, activation: Activation, uri: str
     ) -> ContextBlock:
         entry = activation.entry
         assert entry is not None
@@ -1431,20 +1191,16 @@ class SkillHost:
             try:
                 return await self._read_skill_file(activation.record, entry, uri)
             except ServerRejected:
-                if not self._has_directory_read(connection):
+                if not connection.directory_read:
                     raise
         return await self._live_directory(connection, activation.record.origin, uri)
 
-    def _has_directory_read(self, connection: _Connection) -> bool:
-        client = connection.client
-        return connection.skills and client is not None and client.capability().directory_read
-
     async def _live_directory(
-        self, connection: _Connection, origin: Origin, uri: str
+        self, connection: Connection, origin: Origin, uri: str
     ) -> ContextBlock:
         """A directory as the server lists it now: untrusted, direct children only."""
         prefix = uri + "/"
-        listed = await self._call(connection, lambda c: c.read_directory(uri), uri=uri)
+        listed = await self._connections.call(connection, lambda c: c.read_directory(uri), uri=uri)
         children = [
             (child.uri.removeprefix(prefix), child.is_directory)
             for child in listed
@@ -1506,7 +1262,7 @@ class SkillHost:
         record("gate", "allowed", "approved for this call only")
 
     async def _skill_directory(
-        self, connection: _Connection, activation: Activation, uri: str
+        self, connection: Connection, activation: Activation, uri: str
     ) -> ContextBlock:
         """A directory of an active skill, answered from the pinned entry.
 
@@ -1522,8 +1278,10 @@ class SkillHost:
                 head, slash, _ = member[len(prefix) :].partition("/")
                 children[head] = children.get(head, False) or bool(slash)
         hidden = 0
-        if self._has_directory_read(connection):
-            live = await self._call(connection, lambda c: c.read_directory(uri), uri=uri)
+        if connection.directory_read:
+            live = await self._connections.call(
+                connection, lambda c: c.read_directory(uri), uri=uri
+            )
             known = {prefix + name for name in children}
             hidden = sum(1 for child in live if child.uri not in known)
         block = directory_block(
@@ -1534,7 +1292,7 @@ class SkillHost:
         )
         return self._emit(block)
 
-    async def _ordinary_read(self, connection: _Connection, uri: ResourceUri) -> ContextBlock:
+    async def _ordinary_read(self, connection: Connection, uri: ResourceUri) -> ContextBlock:
         """A read that is no skill's file: content, never an activation, never verified."""
         label = connection.label
         origin = self.registry.origin(label)
@@ -1543,7 +1301,7 @@ class SkillHost:
             data = await self._fetch(connection, text, None)
         except ServerRejected:
             # Perhaps a directory: SEP-2640 lets read_resource route those to a listing.
-            if not self._has_directory_read(connection):
+            if not connection.directory_read:
                 raise
             return await self._live_directory(connection, origin, text)
         block = await _off_loop(resource_block)(
