@@ -63,7 +63,6 @@ class Connection:
     done: anyio.Event = field(default_factory=anyio.Event)
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     inflight: set[anyio.CancelScope] = field(default_factory=set)
-    lock: anyio.Lock = field(default_factory=anyio.Lock)
 
     @property
     def label(self) -> str:

@@ -122,6 +122,7 @@ from skillward.edge._local import (
 )
 from skillward.edge.servers import ServerSpec
 from skillward.host._connections import Connection, Connections
+from skillward.host._window import ActingWindow
 from skillward.host.types import (
     TOOL_SCHEMAS,
     Activation,
@@ -187,10 +188,6 @@ def _off_loop(build: Callable[..., ContextBlock]) -> Callable[..., Awaitable[Con
 
 
 _T = TypeVar("_T")
-
-
-def _depth(entry: SkillEntry) -> int:
-    return len(entry.root.segments)
 
 
 def _describe_change(old: SkillEntry, new: SkillEntry) -> str:
@@ -316,14 +313,8 @@ class SkillHost:
         self.cache.narrow(self.config.limits)
         self.registry = Registry()
         self.notes: list[str] = []
-        self._sink = sink
         self._connections = Connections(self.config.limits)
-        self._windows: dict[SkillKey, Activation] = {}
-        # MCP origins whose text has reached the model since the context was last reset.
-        self._in_context: set[str] = set()
-        # Bytes retrieved so far per dynamic skill: nothing else bounds them.
-        self._dynamic_spent: dict[SkillKey, int] = {}
-        self._local_locks: dict[str, anyio.Lock] = {}
+        self._window = ActingWindow(sink)
 
     @property
     def limits(self) -> Limits:
@@ -438,7 +429,7 @@ class SkillHost:
     async def refresh(self, label: str) -> None:
         """List ``label``'s skills again (the catalog only; reads nothing)."""
         connection = self._connection(label)
-        async with connection.lock:
+        async with self._window.lock(label):
             await self._list(connection)
 
     async def disconnect(self, label: str) -> None:
@@ -447,8 +438,7 @@ class SkillHost:
         Returns once the session is closed (within ``Limits.exit_timeout``); a stdio
         server's process is stopped afterwards, in a task of the host's own."""
         self.registry.remove_origin(label)
-        for key in [k for k in self._windows if k.origin == label]:
-            self._close(key)
+        self._window.close_origin(label)
         await self._connections.remove(label)
 
     async def forget_server(self, label: str) -> None:
@@ -509,12 +499,12 @@ class SkillHost:
             for record in self.registry.records()
             if record.listed
         ]
-        self._in_context.update(item.origin.label for item in items if item.origin.is_mcp)
+        self._window.seen(item.origin.label for item in items if item.origin.is_mcp)
         return items
 
     def catalog_block(self) -> ContextBlock:
         """The catalog for the model's context (omit it when ``catalog()`` is empty)."""
-        return self._emit(catalog_block(self.catalog()))
+        return self._window.emit(catalog_block(self.catalog()))
 
     def collisions(self) -> list[Collision]:
         return self.registry.collisions()
@@ -528,14 +518,7 @@ class SkillHost:
 
     def active(self) -> list[Activation]:
         """Every activation in the acting window, including those whose content ended."""
-        return list(self._windows.values())
-
-    def _emit(self, block: ContextBlock) -> ContextBlock:
-        origins = [block.origin, *(item.origin for item in block.items)]
-        self._in_context.update(o.label for o in origins if o is not None and o.is_mcp)
-        if self._sink is not None:
-            self._sink(block)
-        return block
+        return self._window.active()
 
     # --- resolution ------------------------------------------------------------------
 
@@ -588,8 +571,8 @@ class SkillHost:
 
     def _lock(self, record: SkillRecord) -> anyio.Lock:
         if record.origin.is_mcp:
-            return self._connection(record.origin.label).lock
-        return self._local_locks.setdefault(record.origin.label, anyio.Lock())
+            self._connection(record.origin.label)  # a server this host still knows
+        return self._window.lock(record.origin.label)
 
     # --- activation (read_skill) -----------------------------------------------------
 
@@ -695,8 +678,8 @@ class SkillHost:
             )
         else:
             activation = self._activate_local(record)
-        self._windows[record.key] = activation
-        self._emit(activation.block)
+        self._window.open(activation)
+        self._window.emit(activation.block)
         logger.info("activated %s:%s", record.origin.label, record.key.locator)
         return activation
 
@@ -770,13 +753,7 @@ class SkillHost:
         An activation whose content ended (it failed verification) grants nothing
         more, though its gates still apply.
         """
-        tools = (
-            tool
-            for activation in self._windows.values()
-            if activation.ended is None
-            for tool in activation.granted_tools
-        )
-        return tuple(dict.fromkeys(tools))
+        return self._window.granted_tools()
 
     def _grant_mode(self, kind: GrantKind) -> GrantMode:
         """The policy's mode for ``kind``; anything but ``"prompt"`` refuses."""
@@ -830,7 +807,7 @@ class SkillHost:
         key: CacheKey | None = None
         try:
             if entry.is_dynamic:
-                self._dynamic_spent[record.key] = 0
+                self._window.spend(record.key, 0, start=True)
                 data = await self._fetch_dynamic(connection, record, entry.uri)
             else:
                 key = self._cache_key(connection, entry.uri, entry.manifest[entry.uri])
@@ -891,7 +868,7 @@ class SkillHost:
 
     def deactivate(self, reference: str) -> None:
         """Close the acting window (for example when the SKILL.md leaves the context)."""
-        self._close(self.registry.resolve(reference).key)
+        self._window.close(self.registry.resolve(reference).key)
 
     def deactivate_all(self) -> None:
         """Close every acting window, for example when the model's context is reset.
@@ -899,15 +876,7 @@ class SkillHost:
         Also forgets which servers' text was in context: show the catalog again
         afterwards and its origins count again.
         """
-        for key in list(self._windows):
-            self._close(key)
-        self._in_context.clear()
-
-    def _close(self, key: SkillKey) -> None:
-        """End the acting window of ``key``, and with it a dynamic skill's byte budget."""
-        if self._windows.pop(key, None) is not None:
-            logger.info("deactivated %s:%s", key.origin, key.locator)
-        self._dynamic_spent.pop(key, None)
+        self._window.close_all()
 
     @staticmethod
     def _cache_key(connection: Connection, skill: str, item: ResourceItem) -> CacheKey:
@@ -957,7 +926,7 @@ class SkillHost:
 
     async def _fetch_dynamic(self, connection: Connection, record: SkillRecord, uri: str) -> bytes:
         """A read of a dynamic skill, within what is left of its total-size budget."""
-        spent = self._dynamic_spent.get(record.key, 0)
+        spent = self._window.spent(record.key)
         left = self.limits.max_skill_bytes - spent
         spent_error = SkillTooLarge(
             f"the dynamic skill has reached {self.limits.max_skill_bytes} bytes; "
@@ -973,7 +942,7 @@ class SkillHost:
             )
         except ResponseTooLarge:
             raise spent_error from None
-        self._dynamic_spent[record.key] = spent + len(data)
+        self._window.spend(record.key, len(data))
         return data
 
     async def _after_failure(
@@ -987,9 +956,7 @@ class SkillHost:
         """
         label = record.origin.label
         logger.info("verification failed for %s from %s: %s", error.uri, label, error.message)
-        window = self._windows.get(record.key)
-        if window is not None and window.ended is None:
-            self._windows[record.key] = dataclasses.replace(window, ended=error)
+        self._window.end(record.key, error)
         try:
             fresh = await self._get_skill(self._connection(label), pinned.uri)
         except SkillwardError:
@@ -1008,9 +975,7 @@ class SkillHost:
                 server=label,
                 uri=pinned.uri,
             )
-            window = self._windows.get(record.key)
-            if window is not None:
-                self._windows[record.key] = dataclasses.replace(window, ended=changed)
+            self._window.end(record.key, changed, replace=True)
             raise changed from error
         raise error
 
@@ -1064,8 +1029,8 @@ class SkillHost:
                 data=data,
                 verified=False,
             )
-            return self._emit(block)
-        activation = self._windows.get(record.key)
+            return self._window.emit(block)
+        activation = self._window.get(record.key)
         entry: SkillEntry | None = record.entry
         if activation is not None and activation.entry is not None:
             entry = activation.entry
@@ -1103,7 +1068,7 @@ class SkillHost:
             block = await _off_loop(file_block)(
                 origin=record.origin, uri=uri, digest=sha256_digest(data), data=data, verified=False
             )
-            return self._emit(block)
+            return self._window.emit(block)
         try:
             item = manifest_item(entry, uri, server=label)
             verified = await self._verified(connection, item, entry.uri)
@@ -1112,7 +1077,7 @@ class SkillHost:
         block = await _off_loop(file_block)(
             origin=record.origin, uri=uri, digest=verified.digest, data=verified.data, verified=True
         )
-        return self._emit(block)
+        return self._window.emit(block)
 
     async def read_resource(self, server: str, uri: str) -> ContextBlock:
         """The model's ``read_resource(server, uri)``.
@@ -1125,20 +1090,13 @@ class SkillHost:
         """
         connection = self._connection(server)
         parsed = parse_uri(uri, max_length=self.limits.max_uri_length)
-        async with connection.lock:
+        async with self._window.lock(server):
             return await self._read_resource(connection, parsed)
 
     async def _read_resource(self, connection: Connection, parsed: ResourceUri) -> ContextBlock:
         server = connection.label
         uri = str(parsed)
-        acting = sorted(
-            (
-                a
-                for a in self._windows.values()
-                if a.entry is not None and a.record.origin.label == server
-            ),
-            key=lambda a: -_depth(a.entry),  # type: ignore[arg-type]
-        )
+        acting = self._window.acting_on(server)
         for activation in acting:
             entry = activation.entry
             assert entry is not None
@@ -1209,18 +1167,12 @@ class SkillHost:
             and "/" not in child.uri.removeprefix(prefix)
             and child.uri != prefix
         ]
-        return self._emit(directory_block(origin=origin, uri=uri, children=children))
-
-    def _context_origins(self) -> set[str]:
-        """MCP origins whose text is in the model's context: the catalog, every block
-        handed out since the last reset, and every activation in the acting window."""
-        window = {a.record.origin.label for a in self._windows.values() if a.record.origin.is_mcp}
-        return self._in_context | window
+        return self._window.emit(directory_block(origin=origin, uri=uri, children=children))
 
     async def _check_cross_origin(self, server: str, uri: str) -> None:
         """Ask, for this one call, whether ``server`` may be read while other servers'
         text is in context. The answer is never remembered."""
-        others = tuple(sorted(self._context_origins() - {server}))
+        others = tuple(sorted(self._window.context_origins() - {server}))
         if not others:
             return
         named = ", ".join(repr(a) for a in others)
@@ -1290,7 +1242,7 @@ class SkillHost:
             children=sorted(children.items()),
             hidden=hidden,
         )
-        return self._emit(block)
+        return self._window.emit(block)
 
     async def _ordinary_read(self, connection: Connection, uri: ResourceUri) -> ContextBlock:
         """A read that is no skill's file: content, never an activation, never verified."""
@@ -1307,7 +1259,7 @@ class SkillHost:
         block = await _off_loop(resource_block)(
             origin=origin, uri=text, data=data, verified=False, digest=sha256_digest(data)
         )
-        return self._emit(block)
+        return self._window.emit(block)
 
     # --- gates on the host's own tools ------------------------------------------------------
 
@@ -1323,10 +1275,7 @@ class SkillHost:
         person chooses to (:attr:`ExecutionRequest.remember`). With no MCP skill in
         the window, this returns without asking.
         """
-        acting = sorted(
-            (a for a in self._windows.values() if a.record.origin.is_mcp),
-            key=lambda a: a.record.key,
-        )
+        acting = self._window.acting_mcp()
         keys = tuple(a.record.key for a in acting)
         for activation in acting:
             await self._authorize_for(activation, tool, detail, keys)
@@ -1466,7 +1415,7 @@ class SkillHost:
         if origin is None and not host_words:
             # It may quote the model's arguments, or an origin this host does not know.
             error = UsageError(f"the request failed ({type(error).__name__})")
-        return self._emit(error_block(error, origin=origin))
+        return self._window.emit(error_block(error, origin=origin))
 
     async def read_skill_tool(self, name: str) -> str:
         """``read_skill``: the activated skill's block, or an error block the model can read."""
