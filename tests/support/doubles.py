@@ -10,13 +10,14 @@ from skillward.trust.gates import CrossOriginRequest, ExecutionRequest
 
 @dataclass
 class Approving:
-    """An approver that says yes, and remembers what it was asked."""
+    """An approver that says yes (unless told otherwise), and remembers what it was asked."""
 
     asked: list[ActivationRequest] = field(default_factory=list)
+    answer: Decision = Decision.APPROVE
 
     async def decide(self, request: ActivationRequest) -> Decision:
         self.asked.append(request)
-        return Decision.APPROVE
+        return self.answer
 
 
 @dataclass

@@ -45,7 +45,7 @@ import dataclasses
 import inspect
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NoReturn, Self, TypeVar
@@ -72,56 +72,46 @@ from skillward.core.errors import (
     AmbiguousName,
     ApprovalDenied,
     ApprovalRequired,
-    CapabilityMissing,
     ConfigError,
     CrossOriginDenied,
     ExecutionDenied,
     FrontmatterError,
     IntegrityError,
-    PolicyDenied,
     ReactivationRequired,
-    ResponseTooLarge,
     ServerRejected,
-    SizeMismatch,
     SkillChanged,
     SkillNotActive,
     SkillNotFound,
-    SkillTooLarge,
     SkillwardError,
     UnknownServer,
     UnlistedResource,
-    UnverifiableSkill,
     UsageError,
 )
 from skillward.core.frontmatter import allowed_tools
-from skillward.core.labels import check_label
 from skillward.core.origins import Origin, SkillKey
 from skillward.core.registry import (
     Collision,
     Declined,
-    Registry,
     SkillRecord,
     parse_reference,
-    unknown_label,
 )
 from skillward.core.uris import ResourceUri, parse_uri, resolve_reference
 from skillward.core.verify import (
-    VerifiedFile,
     manifest_item,
     sha256_digest,
-    verify_file,
     verify_skill_md,
 )
-from skillward.core.wire import ResourceItem, SkillEntry
+from skillward.core.wire import SkillEntry
 from skillward.edge._local import (
     LocalSkillDir,
-    discover,
     read_local_file,
     read_skill_md,
     skill_files,
 )
 from skillward.edge.servers import ServerSpec
-from skillward.host._connections import Connection, Connections
+from skillward.host._connections import Connection
+from skillward.host._fetch import off_loop
+from skillward.host._shared import Shared
 from skillward.host._window import ActingWindow
 from skillward.host.types import (
     TOOL_SCHEMAS,
@@ -143,9 +133,8 @@ from skillward.trust.approvals import (
     content_hash,
     entry_content,
     grantable,
-    revoke_approval,
 )
-from skillward.trust.audit import AuditTrail, EventKind, GateKind, Outcome
+from skillward.trust.audit import AuditTrail, EventKind, Outcome
 from skillward.trust.gates import (
     CrossOriginGate,
     CrossOriginRequest,
@@ -154,7 +143,7 @@ from skillward.trust.gates import (
     ExecutionGate,
     ExecutionRequest,
 )
-from skillward.trust.policy import EffectivePolicy, GrantKind, GrantMode, NoPolicy, Policy
+from skillward.trust.policy import EffectivePolicy, NoPolicy, Policy
 
 if TYPE_CHECKING:
     pass
@@ -170,22 +159,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("skillward")
-
-#: Content from this many bytes is neutralised in a worker thread (see _off_loop).
-_OFF_LOOP_BYTES = 256 * 1024
-
-
-def _off_loop(build: Callable[..., ContextBlock]) -> Callable[..., Awaitable[ContextBlock]]:
-    """``build``, run in a worker thread when the content is large: neutralising megabytes
-    is CPU work that would otherwise stall every task on the event loop."""
-
-    async def run(**fields: Any) -> ContextBlock:
-        if len(fields.get("data", fields.get("body", b""))) < _OFF_LOOP_BYTES:
-            return build(**fields)
-        return await anyio.to_thread.run_sync(lambda: build(**fields))
-
-    return run
-
 
 _T = TypeVar("_T")
 
@@ -294,27 +267,28 @@ class SkillHost:
         sink: ContextSink | None = None,
         audit: AuditTrail | None = None,
     ) -> None:
-        self.policy: Policy = policy or NoPolicy()
-        config = config or HostConfig()
-        # The policy's limits apply to the host's, and reach the cache below; a cache the
-        # policy turns off keeps nothing.
-        self.config = dataclasses.replace(config, limits=self.policy.limits(config.limits))
-        _check_rules(self.policy, approver)
+        policy = policy or NoPolicy()
+        _check_rules(policy, approver)
         self.approver: Approver = _async_seam(approver or DenyAll(), "approver")
         self.cross_origin: CrossOriginGate = _async_seam(
             cross_origin or DenyCrossOrigin(), "cross_origin"
         )
         self.execution: ExecutionGate = _async_seam(execution or DenyExecution(), "execution")
-        self.cache: ContentCache = cache or NoCache()
+        shared = Shared(
+            config=config or HostConfig(), policy=policy, cache=cache or NoCache(), audit=audit
+        )
+        self.policy: Policy = shared.policy
+        self.config = shared.config
+        self.cache: ContentCache = shared.cache
         #: Where every decision is recorded (the ``skillward.audit`` logger by default).
-        self.audit = audit or AuditTrail(limits=self.config.limits)
-        if not self.policy.cache_allowed():
-            self.cache = NoCache()
-        self.cache.narrow(self.config.limits)
-        self.registry = Registry()
-        self.notes: list[str] = []
-        self._connections = Connections(self.config.limits)
+        self.audit = shared.audit
+        self.registry = shared.registry
+        self.notes = shared.notes
+        self._shared = shared
+        self._connections = shared.connections
+        self._fetcher = shared.fetcher
         self._window = ActingWindow(sink)
+        shared.join(self._window, self.approver)
 
     @property
     def limits(self) -> Limits:
@@ -325,13 +299,7 @@ class SkillHost:
     async def __aenter__(self) -> Self:
         if self._connections.is_open:
             raise UsageError("this SkillHost is already open")
-        await self._connections.open()
-        try:
-            for source in self.config.local_dirs:
-                self.add_local_dir(source)
-        except BaseException:
-            await self.aclose()
-            raise
+        await self._shared.open()
         return self
 
     async def __aexit__(
@@ -347,9 +315,7 @@ class SkillHost:
         processes to be stopped: each stdio server still gets ``Limits.exit_timeout`` to
         exit after its stdin closes, but one already sent SIGTERM is killed at once. Never
         raises for a server that already died."""
-        for label in reversed(self._connections.labels()):
-            await self.disconnect(label)
-        await self._connections.aclose()
+        await self._shared.aclose()
 
     async def connect(self, spec: ServerSpec) -> None:
         """Connect ``spec`` and list its skills. Reads no resource.
@@ -357,39 +323,7 @@ class SkillHost:
         The handshake is bounded by ``Limits.operation_timeout``, and so is the
         listing. On failure the server is not added and the error says why.
         """
-        self._connections.require_open()
-        label = check_label(spec.label)
-        self._check_server(spec)
-        if label in self._connections or any(o.label == label for o in self.registry.origins()):
-            raise ConfigError(f"label {label!r} is already in use; labels are unique per host")
-        connection = await self._connections.add(spec)
-        try:
-            await self._list(connection)
-        except BaseException:
-            self._connections.discard(connection)
-            self.registry.remove_origin(label)
-            raise
-        logger.info(
-            "connected %s (%s): %d skills, %d declined",
-            label,
-            spec.describe(),
-            sum(1 for r in self.registry.records() if r.origin.label == label),
-            sum(1 for d in self.registry.declined() if d.origin.label == label),
-        )
-
-    def _check_server(self, spec: ServerSpec) -> None:
-        """The policy's word on connecting ``spec``, every time it is connected."""
-        try:
-            self.policy.check_server(spec)
-        except PolicyDenied:
-            self.audit.record(
-                "policy_denial",
-                "denied",
-                label=spec.label,
-                identity=spec.identity,
-                reason="the administrator's policy does not allow this server",
-            )
-            raise
+        await self._shared.connect(spec)
 
     async def reconnect(self, label: str) -> None:
         """Connect a server again under its label (for example after it died), and list it.
@@ -397,86 +331,33 @@ class SkillHost:
         The skills in the acting window stay there: their pinned entries still decide
         what is read under them.
         """
-        self._connections.require_open()
-        old = self._connections.get(label)
-        if old is None:
-            raise UnknownServer(f"no server was connected as {label!r}")
-        self._check_server(old.spec)
-        connection = await self._connections.reopen(old)
-        try:
-            await self._list(connection)
-        except SkillwardError as error:
-            self._connections.abandon(connection, error)
-            raise
-        logger.info("reconnected %s", label)
-
-    async def _list(self, connection: Connection) -> None:
-        assert connection.client is not None
-        origin = Origin("mcp", connection.label, connection.reported_name)
-        try:
-            listing = await self._connections.call(connection, lambda c: c.list_skills())
-        except CapabilityMissing as missing:
-            connection.skills = False
-            connection.note = missing.message
-            self.registry.set_origin(origin, [])
-            return
-        records = [SkillRecord.from_entry(origin, entry) for entry in listing.entries]
-        declined = [Declined(origin, error) for error in listing.rejected]
-        for refused in declined:
-            logger.info("declined an entry of %s: %s", connection.label, refused.error)
-        self.registry.set_origin(origin, records, declined)
+        await self._shared.reconnect(label)
 
     async def refresh(self, label: str) -> None:
         """List ``label``'s skills again (the catalog only; reads nothing)."""
-        connection = self._connection(label)
+        connection = self._shared.connection(label)
         async with self._window.lock(label):
-            await self._list(connection)
+            await self._shared.relist(connection)
 
     async def disconnect(self, label: str) -> None:
         """Close the connection, forget the server's skills, and end their acting windows.
 
         Returns once the session is closed (within ``Limits.exit_timeout``); a stdio
         server's process is stopped afterwards, in a task of the host's own."""
-        self.registry.remove_origin(label)
-        self._window.close_origin(label)
-        await self._connections.remove(label)
+        await self._shared.disconnect(label)
 
     async def forget_server(self, label: str) -> None:
         """Remove a server from this host: disconnect it and purge what the cache keeps of it."""
-        check_label(label)
-        if any(o.label == label and not o.is_mcp for o in self.registry.origins()):
-            raise ConfigError(f"label {label!r} is a local skill directory, not a server")
-        await self.disconnect(label)
-        await anyio.to_thread.run_sync(self.cache.forget, label)
+        await self._shared.forget_server(label)
 
     def add_local_dir(self, source: LocalSkillDir) -> None:
         """Discover the skills under ``source`` as a local origin labelled ``source.label``."""
-        check_label(source.label)
-        if source.label in self._connections:
-            raise ConfigError(f"label {source.label!r} is already used by a server")
-        # A cache inside or around a discovery path turns itself off before anything is kept.
-        self.cache.isolate_from(source.path)
-        origin, records, declined, notes = discover(source, limits=self.limits)
-        self.registry.set_origin(origin, records, declined)
-        self.notes.extend(notes)
-
-    def _connection(self, label: str) -> Connection:
-        connection = self._connections.get(label)
-        if connection is None:
-            known = self.registry.origins()
-            if any(o.label == label and not o.is_mcp for o in known):
-                raise UnknownServer(
-                    f"{label!r} is a local skill directory, not a server", local=True
-                )
-            raise unknown_label(
-                label, self._connections.labels(), f"no connected server is labelled {label!r}"
-            )
-        return connection
+        self._shared.add_local_dir(source)
 
     async def wait_disconnected(self, label: str) -> ServerStatus:
         """Wait until ``label``'s connection ends (the server died, or it was closed),
         and return its status, which says why."""
-        connection = self._connection(label)
+        connection = self._shared.connection(label)
         await connection.done.wait()
         return self._connections.status(connection)
 
@@ -514,7 +395,7 @@ class SkillHost:
 
     def server_note(self, label: str) -> str | None:
         """Why a connected server offers no skills, if it does not."""
-        return self._connection(label).note
+        return self._shared.connection(label).note
 
     def active(self) -> list[Activation]:
         """Every activation in the acting window, including those whose content ended."""
@@ -529,49 +410,11 @@ class SkillHost:
     async def lookup(self, reference: str) -> SkillRecord:
         """Like :meth:`resolve`, but a ``LABEL:URI`` no listing mentioned is confirmed with
         ``skills/get`` on that server (and only that server)."""
-        ref = parse_reference(reference)
-        try:
-            return self.registry.resolve(ref)
-        except SkillNotFound:
-            if ref.kind != "uri":
-                raise
-            if ref.label is None:
-                raise SkillNotFound(
-                    f"no listed skill has the URI {ref.value!r}; qualify it with the label of "
-                    "the server it came from (LABEL:URI)"
-                ) from None
-        connection = self._connection(ref.label)
-        entry = await self._get_skill(connection, ref.value)
-        record = SkillRecord.from_entry(self.registry.origin(ref.label), entry, listed=False)
-        self.registry.put(record)
-        return record
-
-    async def _get_skill(self, connection: Connection, uri: str) -> SkillEntry:
-        try:
-            return await self._connections.call(connection, lambda c: c.get_skill(uri), uri=uri)
-        except ServerRejected as rejected:
-            if rejected.code == -32602:  # SEP-2640: the URI identifies no skill it serves
-                raise SkillNotFound(
-                    "the server serves no skill at this URI", server=connection.label, uri=uri
-                ) from None
-            raise
-
-    def _enclosing(self, record: SkillRecord) -> tuple[SkillKey, ...]:
-        entry = record.entry
-        if entry is None:
-            return ()
-        enclosing = []
-        for other in self.registry.records():
-            if other.origin.label != record.origin.label or other.entry is None:
-                continue
-            root = other.entry.root
-            if other.key != record.key and entry.skill_md.is_within(root):
-                enclosing.append(other.key)
-        return tuple(enclosing)
+        return await self._shared.lookup(reference)
 
     def _lock(self, record: SkillRecord) -> anyio.Lock:
         if record.origin.is_mcp:
-            self._connection(record.origin.label)  # a server this host still knows
+            self._shared.connection(record.origin.label)  # a server this host still knows
         return self._window.lock(record.origin.label)
 
     # --- activation (read_skill) -----------------------------------------------------
@@ -583,13 +426,13 @@ class SkillHost:
         nothing to review then.
         """
         request = self._approval_request(await self.lookup(reference))
-        self._check_policy(request)
+        self._shared.check_policy(request)
         return request
 
     def _approval_request(self, record: SkillRecord) -> ActivationRequest:
         identity = None
         if record.origin.is_mcp:
-            identity = self._connection(record.origin.label).spec.identity
+            identity = self._shared.connection(record.origin.label).spec.identity
         qualified = self.registry.qualified_ref(record)
         collisions = tuple(
             c.message
@@ -602,10 +445,10 @@ class SkillHost:
 
         return ActivationRequest(
             record,
-            nested_in=self._enclosing(record),
+            nested_in=self._shared.enclosing(record),
             identity=identity,
             collisions=collisions,
-            tools_grantable=self._grant_mode("allowed_tools") == "prompt",
+            tools_grantable=self._shared.grant_mode("allowed_tools") == "prompt",
             viewer=view,
         )
 
@@ -615,25 +458,12 @@ class SkillHost:
         Never handed to the sink or the model, and it opens no acting window. Raises
         PolicyDenied, fetching nothing, if the policy refuses the skill.
         """
-        self._check_policy(self._approval_request(record))
+        self._shared.check_policy(self._approval_request(record))
         return await self._view_skill_md(record)
 
     async def _view_skill_md(self, record: SkillRecord) -> str:
-        if not record.origin.is_mcp:
-            assert record.directory is not None
-            data, _ = read_skill_md(
-                Path(record.directory), limits=self.limits, label=record.origin.label
-            )
-            return data.decode("utf-8", errors="replace")
-        entry = record.entry
-        assert entry is not None
-        label = record.origin.label
-        connection = self._connection(label)
-        item = entry.manifest.get(entry.uri)
-        key = self._cache_key(connection, entry.uri, item) if item is not None else None
-        data = await self._fetch(connection, entry.uri, key)
-        verified = verify_skill_md(entry, data, server=label, limits=self.limits)
-        return verified.file.data.decode("utf-8", errors="replace")
+        connection = self._shared.connection(record.origin.label) if record.origin.is_mcp else None
+        return await self._fetcher.skill_md(record, connection)
 
     async def activate(self, reference: str) -> Activation:
         """Load a skill: ask the approver, fetch SKILL.md, verify it, and tag it."""
@@ -642,10 +472,10 @@ class SkillHost:
             return await self._activate(record)
 
     async def _activate(self, record: SkillRecord) -> Activation:
-        self._check_dynamic(record)
+        self._fetcher.check_dynamic(record)
         request = self._approval_request(record)
         # Policy first: no approval overrides what an administrator forbids.
-        self._check_policy(request)
+        self._shared.check_policy(request)
         pin = self.policy.pin_for(request)
         if pin is not None:
             # An administrator reviewed exactly this content from this server: no prompt.
@@ -659,11 +489,13 @@ class SkillHost:
                 answer = await self._consent(request)
             except ApprovalRequired as unanswered:  # nobody could be asked (no terminal)
                 reason = f"not approved: {type(unanswered).__name__}"
-                self._record("denial", "denied", record, reason=reason, gate="activation")
+                self._shared.record("denial", "denied", record, reason=reason, gate="activation")
                 raise
         if answer.decision is not Decision.APPROVE:
             logger.info("activation of %s:%s declined", record.origin.label, record.key.locator)
-            self._record("denial", "denied", record, reason="not approved", gate="activation")
+            self._shared.record(
+                "denial", "denied", record, reason="not approved", gate="activation"
+            )
             raise ApprovalDenied(
                 f"loading skill {self.registry.qualified_ref(record)!r} was not approved",
                 server=record.origin.label,
@@ -682,21 +514,6 @@ class SkillHost:
         self._window.emit(activation.block)
         logger.info("activated %s:%s", record.origin.label, record.key.locator)
         return activation
-
-    def _check_policy(self, request: ActivationRequest) -> None:
-        """The policy's word on loading, reviewing or reading from ``request``'s skill:
-        a refusal is recorded, then raised."""
-        try:
-            self.policy.check_activation(request)
-        except PolicyDenied:
-            self._record(
-                "policy_denial",
-                "denied",
-                request.record,
-                reason="the administrator's policy does not allow this skill",
-                gate="activation",
-            )
-            raise
 
     async def _consent(self, request: ActivationRequest) -> Answer:
         """The approver's answer: with the grants it holds, if it is :class:`Granting`."""
@@ -720,14 +537,14 @@ class SkillHost:
         how = "a recorded approval" if answer.held else "approved when asked"
         if pinned:
             how = "pinned by the administrator's policy"
-        self._record(
+        self._shared.record(
             "approval", "approved", record, reason=how, gate="activation", scope=answer.scope.value
         )
         if not record.origin.is_mcp:
             return ()  # a local skill's tools are the host's own rules (see Activation)
         requested = request.requested_tools
         if requested and not request.tools_grantable:
-            self._record(
+            self._shared.record(
                 "policy_denial",
                 "denied",
                 record,
@@ -737,7 +554,7 @@ class SkillHost:
             return ()
         granted = grantable(request, answer.grants).tools
         if granted and not answer.held:
-            self._record(
+            self._shared.record(
                 "grant",
                 "granted",
                 record,
@@ -755,63 +572,21 @@ class SkillHost:
         """
         return self._window.granted_tools()
 
-    def _grant_mode(self, kind: GrantKind) -> GrantMode:
-        """The policy's mode for ``kind``; anything but ``"prompt"`` refuses."""
-        return "prompt" if self.policy.grant_mode(kind) == "prompt" else "never"
-
-    def _identity(self, label: str) -> str | None:
-        connection = self._connections.get(label)
-        return connection.spec.identity if connection is not None else None
-
-    def _record(
-        self,
-        event: EventKind,
-        decision: Outcome,
-        record: SkillRecord,
-        *,
-        reason: str,
-        entry: SkillEntry | None = None,
-        activation: Activation | None = None,
-        gate: GateKind | None = None,
-        tool: str | None = None,
-        resource_uri: str | None = None,
-        scope: str | None = None,
-    ) -> None:
-        """One audit event about ``record`` (``entry``: the pinned entry, if not its own;
-        ``activation``: the activation whose pinned entry and hash to record)."""
-        label = record.origin.label
-        if activation is not None and activation.entry is not None:
-            digest = activation.content_hash
-        else:
-            entry = entry or record.entry
-            digest = content_hash(entry) if entry is not None else None
-        self.audit.record(
-            event,
-            decision,
-            label=label,
-            identity=self._identity(label) if record.origin.is_mcp else None,
-            skill_uri=record.key.locator,
-            content_hash=digest,
-            reason=reason,
-            gate=gate,
-            tool=tool,
-            resource_uri=resource_uri,
-            scope=scope,
-        )
-
     async def _activate_mcp(self, record: SkillRecord) -> Activation:
         entry = record.entry
         assert entry is not None
         label = record.origin.label
-        connection = self._connection(label)
+        connection = self._shared.connection(label)
         key: CacheKey | None = None
         try:
             if entry.is_dynamic:
                 self._window.spend(record.key, 0, start=True)
-                data = await self._fetch_dynamic(connection, record, entry.uri)
+                data = await self._fetcher.fetch_dynamic(
+                    connection, record, entry.uri, self._window
+                )
             else:
-                key = self._cache_key(connection, entry.uri, entry.manifest[entry.uri])
-                data = await self._fetch(connection, entry.uri, key)
+                key = self._fetcher.cache_key(connection, entry.uri, entry.manifest[entry.uri])
+                data = await self._fetcher.fetch(connection, entry.uri, key)
             verified = verify_skill_md(entry, data, server=label, limits=self.limits)
         except (IntegrityError, FrontmatterError) as error:
             await self._after_failure(record, entry, error)
@@ -819,7 +594,7 @@ class SkillHost:
             self.cache.put(key, verified.file.data)
         root = entry.root
         files = sorted(root.file_path(parse_uri(uri)) for uri in entry.manifest)
-        block = await _off_loop(skill_block)(
+        block = await off_loop(skill_block)(
             origin=record.origin,
             uri=entry.uri,
             digest=None if entry.is_dynamic else verified.file.digest,
@@ -831,21 +606,6 @@ class SkillHost:
             unverifiable=entry.is_dynamic,
         )
         return Activation(record, block, entry, content_hash=content_hash(entry))
-
-    def _check_dynamic(self, record: SkillRecord) -> None:
-        if record.entry is None or not record.entry.is_dynamic:
-            return
-        if not self.config.unsafe_allow_dynamic:
-            raise UnverifiableSkill(
-                "this skill's content is dynamic and cannot be verified; it is not loaded",
-                server=record.origin.label,
-                uri=record.key.locator,
-            )
-        logger.warning(
-            "unsafe_allow_dynamic: using unverifiable skill %s from %s",
-            record.key.locator,
-            record.origin.label,
-        )
 
     def _activate_local(self, record: SkillRecord) -> Activation:
         assert record.directory is not None
@@ -878,73 +638,6 @@ class SkillHost:
         """
         self._window.close_all()
 
-    @staticmethod
-    def _cache_key(connection: Connection, skill: str, item: ResourceItem) -> CacheKey:
-        """A listed file of ``skill`` as the cache keys it: bound to the transport identity."""
-        return CacheKey(
-            origin=connection.label,
-            identity=connection.spec.identity,
-            skill=skill,
-            uri=item.uri,
-            digest=item.digest,
-            size=item.size,
-        )
-
-    async def _fetch(self, connection: Connection, uri: str, key: CacheKey | None) -> bytes:
-        """Bytes for ``uri``. For a listed file (``key``): from the cache if it has them
-        (they are verified after either way), else from the server, cut off above the
-        listed size. The cache never stands in for a server that is not connected."""
-        if key is None:
-            return await self._connections.call(connection, lambda c: c.read_resource(uri), uri=uri)
-        if not connection.alive:
-            raise self._connections.disconnected(connection, uri)
-        cached = self.cache.get(key)
-        if cached is not None:
-            return cached
-        try:
-            return await self._connections.call(
-                connection, lambda c: c.read_resource(uri, max_bytes=key.size), uri=uri
-            )
-        except ResponseTooLarge:
-            raise SizeMismatch(
-                f"the server sent more than the {key.size} bytes the listing promised",
-                server=connection.label,
-                uri=uri,
-            ) from None
-
-    async def _verified(
-        self, connection: Connection, item: ResourceItem, skill: str
-    ) -> VerifiedFile:
-        """A listed file of ``skill``, fetched (or taken from the cache) and verified."""
-        label = connection.label
-        key = self._cache_key(connection, skill, item)
-        data = await self._fetch(connection, item.uri, key)
-        verified = verify_file(item, data, server=label)
-        logger.debug("verified %s from %s (%d bytes)", item.uri, label, verified.size)
-        self.cache.put(key, verified.data)
-        return verified
-
-    async def _fetch_dynamic(self, connection: Connection, record: SkillRecord, uri: str) -> bytes:
-        """A read of a dynamic skill, within what is left of its total-size budget."""
-        spent = self._window.spent(record.key)
-        left = self.limits.max_skill_bytes - spent
-        spent_error = SkillTooLarge(
-            f"the dynamic skill has reached {self.limits.max_skill_bytes} bytes; "
-            "nothing more of it is read",
-            server=record.origin.label,
-            uri=uri,
-        )
-        if left <= 0:
-            raise spent_error
-        try:
-            data = await self._connections.call(
-                connection, lambda c: c.read_resource(uri, max_bytes=left), uri=uri
-            )
-        except ResponseTooLarge:
-            raise spent_error from None
-        self._window.spend(record.key, len(data))
-        return data
-
     async def _after_failure(
         self, record: SkillRecord, pinned: SkillEntry, error: SkillwardError
     ) -> NoReturn:
@@ -958,7 +651,7 @@ class SkillHost:
         logger.info("verification failed for %s from %s: %s", error.uri, label, error.message)
         self._window.end(record.key, error)
         try:
-            fresh = await self._get_skill(self._connection(label), pinned.uri)
+            fresh = await self._shared.get_skill(self._shared.connection(label), pinned.uri)
         except SkillwardError:
             self._failed(record, pinned, error, changed=False)
             raise error from None
@@ -969,7 +662,7 @@ class SkillHost:
         if moved:
             self.registry.put(SkillRecord.from_entry(record.origin, fresh, listed=record.listed))
             # A changed skill is approved again from scratch, even if v1 comes back.
-            await revoke_approval(self.approver, record.key, reason=_describe_change(pinned, fresh))
+            await self._shared.revoke(record.key, reason=_describe_change(pinned, fresh))
             changed = SkillChanged(
                 _describe_change(pinned, fresh) + f"; {error.message}",
                 server=label,
@@ -984,7 +677,7 @@ class SkillHost:
     ) -> None:
         # The error's type, never its message: messages may quote what the server sent.
         reason = type(error).__name__ + ("; the skill changed" if changed else "")
-        self._record(
+        self._shared.record(
             "verification_failure",
             "failed",
             record,
@@ -1022,7 +715,7 @@ class SkillHost:
             shown, data = read_local_file(
                 Path(record.directory), path, limits=self.limits, label=record.origin.label
             )
-            block = await _off_loop(file_block)(
+            block = await off_loop(file_block)(
                 origin=record.origin,
                 uri=shown,
                 digest=sha256_digest(data),
@@ -1042,7 +735,7 @@ class SkillHost:
             raise self._unlisted(record, entry, uri)
         if activation is None:
             # What the policy refuses to load, it refuses to read from too.
-            self._check_policy(self._approval_request(record))
+            self._shared.check_policy(self._approval_request(record))
             # Not a file of an active skill: the same origin binding as read_resource.
             await self._check_cross_origin(record.origin.label, uri)
         return await self._read_skill_file(record, entry, uri)
@@ -1061,20 +754,20 @@ class SkillHost:
         self, record: SkillRecord, entry: SkillEntry, uri: str
     ) -> ContextBlock:
         label = record.origin.label
-        connection = self._connection(label)
+        connection = self._shared.connection(label)
         if entry.is_dynamic:
-            self._check_dynamic(record)
-            data = await self._fetch_dynamic(connection, record, uri)
-            block = await _off_loop(file_block)(
+            self._fetcher.check_dynamic(record)
+            data = await self._fetcher.fetch_dynamic(connection, record, uri, self._window)
+            block = await off_loop(file_block)(
                 origin=record.origin, uri=uri, digest=sha256_digest(data), data=data, verified=False
             )
             return self._window.emit(block)
         try:
             item = manifest_item(entry, uri, server=label)
-            verified = await self._verified(connection, item, entry.uri)
+            verified = await self._fetcher.verified(connection, item, entry.uri)
         except IntegrityError as error:
             await self._after_failure(record, entry, error)
-        block = await _off_loop(file_block)(
+        block = await off_loop(file_block)(
             origin=record.origin, uri=uri, digest=verified.digest, data=verified.data, verified=True
         )
         return self._window.emit(block)
@@ -1088,7 +781,7 @@ class SkillHost:
         server lists it). Any other resource is an ordinary read, asked per call through
         the cross-origin gate whenever another server's text is in context.
         """
-        connection = self._connection(server)
+        connection = self._shared.connection(server)
         parsed = parse_uri(uri, max_length=self.limits.max_uri_length)
         async with self._window.lock(server):
             return await self._read_resource(connection, parsed)
@@ -1183,14 +876,14 @@ class SkillHost:
                 event,
                 decision,
                 label=",".join(others),
-                identity=self._identity(server),
+                identity=self._shared.identity(server),
                 gate="cross_origin",
                 target=server,
                 resource_uri=uri,
                 reason=reason,
             )
 
-        if self._grant_mode("cross_origin") != "prompt":
+        if self._shared.grant_mode("cross_origin") != "prompt":
             record(
                 "policy_denial", "denied", "the administrator's policy forbids reads across servers"
             )
@@ -1250,13 +943,13 @@ class SkillHost:
         origin = self.registry.origin(label)
         text = str(uri)
         try:
-            data = await self._fetch(connection, text, None)
+            data = await self._fetcher.fetch(connection, text, None)
         except ServerRejected:
             # Perhaps a directory: SEP-2640 lets read_resource route those to a listing.
             if not connection.directory_read:
                 raise
             return await self._live_directory(connection, origin, text)
-        block = await _off_loop(resource_block)(
+        block = await off_loop(resource_block)(
             origin=origin, uri=text, data=data, verified=False, digest=sha256_digest(data)
         )
         return self._window.emit(block)
@@ -1287,7 +980,7 @@ class SkillHost:
         key = record.key
 
         def audit(event: EventKind, decision: Outcome, reason: str) -> None:
-            self._record(
+            self._shared.record(
                 event,
                 decision,
                 record,
@@ -1300,7 +993,7 @@ class SkillHost:
         def refused(message: str) -> ExecutionDenied:
             return ExecutionDenied(message, server=key.origin, uri=key.locator)
 
-        if self._grant_mode("execution") != "prompt":
+        if self._shared.grant_mode("execution") != "prompt":
             audit("policy_denial", "denied", "the administrator's policy forbids execution")
             raise refused(
                 f"the administrator's policy forbids running {tool!r} while acting on "
