@@ -283,6 +283,40 @@ class Shared:
 
     # --- the policy and the audit trail -------------------------------------------------
 
+    def approval_request(self, record: SkillRecord) -> ActivationRequest:
+        """What the approver is asked about ``record``. Fetches nothing."""
+        identity = None
+        if record.origin.is_mcp:
+            identity = self.connection(record.origin.label).spec.identity
+        qualified = self.registry.qualified_ref(record)
+        collisions = tuple(
+            c.message
+            for c in self.registry.collisions()
+            if qualified in c.members or record.origin.label in c.members
+        )
+
+        async def view() -> str:
+            return await self._skill_md(record)
+
+        return ActivationRequest(
+            record,
+            nested_in=self.enclosing(record),
+            identity=identity,
+            collisions=collisions,
+            tools_grantable=self.grant_mode("allowed_tools") == "prompt",
+            viewer=view,
+        )
+
+    async def view_skill_md(self, record: SkillRecord) -> str:
+        """SKILL.md, verified, for the person deciding on an approval (never the model).
+        Raises PolicyDenied, fetching nothing, if the policy refuses the skill."""
+        self.check_policy(self.approval_request(record))
+        return await self._skill_md(record)
+
+    async def _skill_md(self, record: SkillRecord) -> str:
+        connection = self.connection(record.origin.label) if record.origin.is_mcp else None
+        return await self.fetcher.skill_md(record, connection)
+
     def check_policy(self, request: ActivationRequest) -> None:
         """The policy's word on loading, reviewing or reading from ``request``'s skill:
         a refusal is recorded, then raised."""

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import inspect
 import json
 import logging
 from collections.abc import Mapping
@@ -72,8 +71,6 @@ from skillward.core.errors import (
     AmbiguousName,
     ApprovalDenied,
     ApprovalRequired,
-    ConfigError,
-    CrossOriginDenied,
     ExecutionDenied,
     FrontmatterError,
     IntegrityError,
@@ -88,7 +85,7 @@ from skillward.core.errors import (
     UsageError,
 )
 from skillward.core.frontmatter import allowed_tools
-from skillward.core.origins import Origin, SkillKey
+from skillward.core.origins import Origin
 from skillward.core.registry import (
     Collision,
     Declined,
@@ -111,6 +108,7 @@ from skillward.edge._local import (
 from skillward.edge.servers import ServerSpec
 from skillward.host._connections import Connection
 from skillward.host._fetch import off_loop
+from skillward.host._gates import Gates, async_seam, check_rules, decision
 from skillward.host._shared import Shared
 from skillward.host._window import ActingWindow
 from skillward.host.types import (
@@ -124,7 +122,6 @@ from skillward.host.types import (
 from skillward.trust.approvals import (
     ActivationRequest,
     Answer,
-    ApprovalBook,
     Approver,
     Decision,
     DenyAll,
@@ -134,16 +131,14 @@ from skillward.trust.approvals import (
     entry_content,
     grantable,
 )
-from skillward.trust.audit import AuditTrail, EventKind, Outcome
+from skillward.trust.audit import AuditTrail
 from skillward.trust.gates import (
     CrossOriginGate,
-    CrossOriginRequest,
     DenyCrossOrigin,
     DenyExecution,
     ExecutionGate,
-    ExecutionRequest,
 )
-from skillward.trust.policy import EffectivePolicy, NoPolicy, Policy
+from skillward.trust.policy import NoPolicy, Policy
 
 if TYPE_CHECKING:
     pass
@@ -184,44 +179,6 @@ def _describe_change(old: SkillEntry, new: SkillEntry) -> str:
         + (", ".join(parts) or "entry changed")
         + " files)"
     )
-
-
-_Seam = TypeVar("_Seam")
-
-
-def _async_seam(seam: _Seam, name: str) -> _Seam:
-    """Refuse, at construction, a seam whose ``decide`` is not a coroutine function."""
-    decide = getattr(seam, "decide", None)
-    if not inspect.iscoroutinefunction(decide):
-        raise TypeError(
-            f"SkillHost({name}=...) needs an object with `async def decide(request)`; "
-            f"{type(seam).__name__}.decide is not a coroutine function"
-        )
-    return seam
-
-
-def _check_rules(policy: Policy, approver: Approver | None) -> None:
-    """Refuse a book built without the policy's rules: it would remember longer, and
-    honour older records, than the policy allows, without a word."""
-    if not isinstance(policy, EffectivePolicy) or not isinstance(approver, ApprovalBook):
-        return  # a host's own policy or approver applies its own rules
-    if approver.rules.version != policy.version:
-        raise ConfigError(
-            "the ApprovalBook was not built with this policy's approval rules, so "
-            "approvals.persist, approvals.max_age_days, keyring.require_recommended and "
-            "lockdown would not apply to it; pass rules=policy.approval_rules(store)",
-            hint="Build the book with ApprovalBook(prompter, store=store, "
-            "rules=policy.approval_rules(store)) from the policy given to the host.",
-        )
-
-
-def _decision(answer: object, who: object) -> Decision:
-    """A seam's answer, which must be a Decision: anything else is a bug, not a denial."""
-    if not isinstance(answer, Decision):
-        raise TypeError(
-            f"{type(who).__name__}.decide returned {type(answer).__name__}, not a Decision"
-        )
-    return answer
 
 
 def _tool_arguments(arguments: object) -> Mapping[str, Any]:
@@ -268,12 +225,12 @@ class SkillHost:
         audit: AuditTrail | None = None,
     ) -> None:
         policy = policy or NoPolicy()
-        _check_rules(policy, approver)
-        self.approver: Approver = _async_seam(approver or DenyAll(), "approver")
-        self.cross_origin: CrossOriginGate = _async_seam(
+        check_rules(policy, approver)
+        self.approver: Approver = async_seam(approver or DenyAll(), "approver")
+        self.cross_origin: CrossOriginGate = async_seam(
             cross_origin or DenyCrossOrigin(), "cross_origin"
         )
-        self.execution: ExecutionGate = _async_seam(execution or DenyExecution(), "execution")
+        self.execution: ExecutionGate = async_seam(execution or DenyExecution(), "execution")
         shared = Shared(
             config=config or HostConfig(), policy=policy, cache=cache or NoCache(), audit=audit
         )
@@ -289,6 +246,13 @@ class SkillHost:
         self._fetcher = shared.fetcher
         self._window = ActingWindow(sink)
         shared.join(self._window, self.approver)
+        self._gates = Gates(
+            shared,
+            self._window,
+            approver=self.approver,
+            cross_origin=self.cross_origin,
+            execution=self.execution,
+        )
 
     @property
     def limits(self) -> Limits:
@@ -425,32 +389,9 @@ class SkillHost:
         Raises PolicyDenied (and records it) if the policy refuses the skill: there is
         nothing to review then.
         """
-        request = self._approval_request(await self.lookup(reference))
+        request = self._shared.approval_request(await self.lookup(reference))
         self._shared.check_policy(request)
         return request
-
-    def _approval_request(self, record: SkillRecord) -> ActivationRequest:
-        identity = None
-        if record.origin.is_mcp:
-            identity = self._shared.connection(record.origin.label).spec.identity
-        qualified = self.registry.qualified_ref(record)
-        collisions = tuple(
-            c.message
-            for c in self.registry.collisions()
-            if qualified in c.members or record.origin.label in c.members
-        )
-
-        async def view() -> str:
-            return await self._view_skill_md(record)
-
-        return ActivationRequest(
-            record,
-            nested_in=self._shared.enclosing(record),
-            identity=identity,
-            collisions=collisions,
-            tools_grantable=self._shared.grant_mode("allowed_tools") == "prompt",
-            viewer=view,
-        )
 
     async def view_skill_md(self, record: SkillRecord) -> str:
         """SKILL.md, verified against the entry, for the person deciding on an approval.
@@ -458,12 +399,7 @@ class SkillHost:
         Never handed to the sink or the model, and it opens no acting window. Raises
         PolicyDenied, fetching nothing, if the policy refuses the skill.
         """
-        self._shared.check_policy(self._approval_request(record))
-        return await self._view_skill_md(record)
-
-    async def _view_skill_md(self, record: SkillRecord) -> str:
-        connection = self._shared.connection(record.origin.label) if record.origin.is_mcp else None
-        return await self._fetcher.skill_md(record, connection)
+        return await self._shared.view_skill_md(record)
 
     async def activate(self, reference: str) -> Activation:
         """Load a skill: ask the approver, fetch SKILL.md, verify it, and tag it."""
@@ -473,7 +409,7 @@ class SkillHost:
 
     async def _activate(self, record: SkillRecord) -> Activation:
         self._fetcher.check_dynamic(record)
-        request = self._approval_request(record)
+        request = self._shared.approval_request(record)
         # Policy first: no approval overrides what an administrator forbids.
         self._shared.check_policy(request)
         pin = self.policy.pin_for(request)
@@ -526,7 +462,7 @@ class SkillHost:
                     "not an Answer"
                 )
         else:
-            answer = Answer(_decision(await approver.decide(request), approver))
+            answer = Answer(decision(await approver.decide(request), approver))
         return answer
 
     def _granted_tools(
@@ -735,9 +671,9 @@ class SkillHost:
             raise self._unlisted(record, entry, uri)
         if activation is None:
             # What the policy refuses to load, it refuses to read from too.
-            self._shared.check_policy(self._approval_request(record))
+            self._shared.check_policy(self._shared.approval_request(record))
             # Not a file of an active skill: the same origin binding as read_resource.
-            await self._check_cross_origin(record.origin.label, uri)
+            await self._gates.check_cross_origin(record.origin.label, uri)
         return await self._read_skill_file(record, entry, uri)
 
     def _unlisted(self, record: SkillRecord, entry: SkillEntry, uri: str) -> UnlistedResource:
@@ -807,7 +743,7 @@ class SkillHost:
             # Nothing was fetched: a URI the held entry does not list is never read.
             raise self._unlisted(activation.record, entry, uri)
         self._refuse_skill_files(server, parsed)
-        await self._check_cross_origin(server, uri)
+        await self._gates.check_cross_origin(server, uri)
         return await self._ordinary_read(connection, parsed)
 
     def _refuse_skill_files(self, server: str, parsed: ResourceUri) -> None:
@@ -861,50 +797,6 @@ class SkillHost:
             and child.uri != prefix
         ]
         return self._window.emit(directory_block(origin=origin, uri=uri, children=children))
-
-    async def _check_cross_origin(self, server: str, uri: str) -> None:
-        """Ask, for this one call, whether ``server`` may be read while other servers'
-        text is in context. The answer is never remembered."""
-        others = tuple(sorted(self._window.context_origins() - {server}))
-        if not others:
-            return
-        named = ", ".join(repr(a) for a in others)
-
-        def record(event: EventKind, decision: Outcome, reason: str) -> None:
-            # ``label`` lists the origins in context; ``target`` is the server read.
-            self.audit.record(
-                event,
-                decision,
-                label=",".join(others),
-                identity=self._shared.identity(server),
-                gate="cross_origin",
-                target=server,
-                resource_uri=uri,
-                reason=reason,
-            )
-
-        if self._shared.grant_mode("cross_origin") != "prompt":
-            record(
-                "policy_denial", "denied", "the administrator's policy forbids reads across servers"
-            )
-            raise CrossOriginDenied(
-                f"the administrator's policy forbids a read against server {server!r} while "
-                f"text from {named} is in context",
-                server=server,
-                uri=uri,
-            )
-        request = CrossOriginRequest(acting=others, target=server, uri=uri)
-        answer = _decision(await self.cross_origin.decide(request), self.cross_origin)
-        if answer is not Decision.APPROVE:
-            logger.info("cross-origin read of %s on %s refused", uri, server)
-            record("gate", "denied", "not approved for this call")
-            raise CrossOriginDenied(
-                f"a read against server {server!r} while text from {named} is in context "
-                "needs approval naming those servers",
-                server=server,
-                uri=uri,
-            )
-        record("gate", "allowed", "approved for this call only")
 
     async def _skill_directory(
         self, connection: Connection, activation: Activation, uri: str
@@ -968,80 +860,7 @@ class SkillHost:
         person chooses to (:attr:`ExecutionRequest.remember`). With no MCP skill in
         the window, this returns without asking.
         """
-        acting = self._window.acting_mcp()
-        keys = tuple(a.record.key for a in acting)
-        for activation in acting:
-            await self._authorize_for(activation, tool, detail, keys)
-
-    async def _authorize_for(
-        self, activation: Activation, tool: str, detail: str, acting: tuple[SkillKey, ...]
-    ) -> None:
-        record = activation.record
-        key = record.key
-
-        def audit(event: EventKind, decision: Outcome, reason: str) -> None:
-            self._shared.record(
-                event,
-                decision,
-                record,
-                activation=activation,
-                reason=reason,
-                gate="execution",
-                tool=tool,
-            )
-
-        def refused(message: str) -> ExecutionDenied:
-            return ExecutionDenied(message, server=key.origin, uri=key.locator)
-
-        if self._shared.grant_mode("execution") != "prompt":
-            audit("policy_denial", "denied", "the administrator's policy forbids execution")
-            raise refused(
-                f"the administrator's policy forbids running {tool!r} while acting on "
-                f"skills from server {key.origin!r}"
-            )
-        request = self._approval_request(record)
-        approver = self.approver
-        held = None
-        # A skill whose content ended is held to nothing it was granted.
-        if isinstance(approver, Granting) and activation.ended is None:
-            held = await approver.held(request)
-        if held is not None and held.execution:
-            audit("gate", "allowed", "execution is granted with the skill's approval")
-            return
-        remembered = False
-        remember = None
-        if held is not None and isinstance(approver, Granting):
-            granting = approver
-
-            async def remember() -> bool:
-                nonlocal remembered
-                remembered = await granting.add_grant(request, Grants(execution=True))
-                return remembered
-
-        question = ExecutionRequest(
-            tool=tool,
-            acting=acting,
-            detail=detail,
-            skill=key,
-            name=record.name,
-            identity=request.identity,
-            remember=remember,
-        )
-        answer = _decision(await self.execution.decide(question), self.execution)
-        if answer is not Decision.APPROVE:
-            logger.info("execution of %s refused while acting on %s", tool, key.origin)
-            audit("gate", "denied", "not approved")
-            raise refused(
-                f"running {tool!r} while acting on skills from server {key.origin!r} needs "
-                "explicit approval of execution for that skill"
-            )
-        audit(
-            "gate",
-            "allowed",
-            "approved, and kept with the skill's approval"
-            if remembered
-            else "approved for this call",
-        )
+        await self._gates.authorize_execution(tool, detail=detail)
 
     # --- tools for the model ---------------------------------------------------------------
 
