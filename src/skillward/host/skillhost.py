@@ -41,19 +41,14 @@ What it guarantees:
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
 import logging
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, NoReturn, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-import anyio
-import anyio.abc
-import anyio.to_thread
-
-from skillward.cache.seam import CacheKey, ContentCache, NoCache
+from skillward.cache.seam import ContentCache, NoCache
 from skillward.core.config import Limits
 from skillward.core.context import (
     READ_RESOURCE_TOOL,
@@ -65,18 +60,12 @@ from skillward.core.context import (
     error_block,
     file_block,
     resource_block,
-    skill_block,
 )
 from skillward.core.errors import (
     AmbiguousName,
-    ApprovalDenied,
-    ApprovalRequired,
     ExecutionDenied,
-    FrontmatterError,
     IntegrityError,
-    ReactivationRequired,
     ServerRejected,
-    SkillChanged,
     SkillNotActive,
     SkillNotFound,
     SkillwardError,
@@ -84,7 +73,6 @@ from skillward.core.errors import (
     UnlistedResource,
     UsageError,
 )
-from skillward.core.frontmatter import allowed_tools
 from skillward.core.origins import Origin
 from skillward.core.registry import (
     Collision,
@@ -96,19 +84,17 @@ from skillward.core.uris import ResourceUri, parse_uri, resolve_reference
 from skillward.core.verify import (
     manifest_item,
     sha256_digest,
-    verify_skill_md,
 )
 from skillward.core.wire import SkillEntry
 from skillward.edge._local import (
     LocalSkillDir,
     read_local_file,
-    read_skill_md,
-    skill_files,
 )
 from skillward.edge.servers import ServerSpec
+from skillward.host._activation import Activator
 from skillward.host._connections import Connection
 from skillward.host._fetch import off_loop
-from skillward.host._gates import Gates, async_seam, check_rules, decision
+from skillward.host._gates import Gates, async_seam, check_rules
 from skillward.host._shared import Shared
 from skillward.host._window import ActingWindow
 from skillward.host.types import (
@@ -121,15 +107,8 @@ from skillward.host.types import (
 )
 from skillward.trust.approvals import (
     ActivationRequest,
-    Answer,
     Approver,
-    Decision,
     DenyAll,
-    Granting,
-    Grants,
-    content_hash,
-    entry_content,
-    grantable,
 )
 from skillward.trust.audit import AuditTrail
 from skillward.trust.gates import (
@@ -156,29 +135,6 @@ __all__ = [
 logger = logging.getLogger("skillward")
 
 _T = TypeVar("_T")
-
-
-def _describe_change(old: SkillEntry, new: SkillEntry) -> str:
-    before, after = old.manifest, new.manifest
-    rotated = sum(
-        1 for uri in before.keys() & after.keys() if before[uri].digest != after[uri].digest
-    )
-    added = len(after.keys() - before.keys())
-    removed = len(before.keys() - after.keys())
-    parts = [
-        f"{n} {what}"
-        for n, what in ((rotated, "changed"), (added, "added"), (removed, "removed"))
-        if n
-    ]
-    if old.is_dynamic != new.is_dynamic:
-        parts.append("now dynamic" if new.is_dynamic else "no longer dynamic")
-    if not parts and old.frontmatter != new.frontmatter:
-        parts.append("frontmatter changed")
-    return (
-        "the skill changed since it was loaded ("
-        + (", ".join(parts) or "entry changed")
-        + " files)"
-    )
 
 
 def _tool_arguments(arguments: object) -> Mapping[str, Any]:
@@ -246,6 +202,7 @@ class SkillHost:
         self._fetcher = shared.fetcher
         self._window = ActingWindow(sink)
         shared.join(self._window, self.approver)
+        self._activator = Activator(shared, self._window, self.approver)
         self._gates = Gates(
             shared,
             self._window,
@@ -376,11 +333,6 @@ class SkillHost:
         ``skills/get`` on that server (and only that server)."""
         return await self._shared.lookup(reference)
 
-    def _lock(self, record: SkillRecord) -> anyio.Lock:
-        if record.origin.is_mcp:
-            self._shared.connection(record.origin.label)  # a server this host still knows
-        return self._window.lock(record.origin.label)
-
     # --- activation (read_skill) -----------------------------------------------------
 
     async def approval_request(self, reference: str) -> ActivationRequest:
@@ -404,101 +356,8 @@ class SkillHost:
     async def activate(self, reference: str) -> Activation:
         """Load a skill: ask the approver, fetch SKILL.md, verify it, and tag it."""
         record = await self.lookup(reference)
-        async with self._lock(record):
-            return await self._activate(record)
-
-    async def _activate(self, record: SkillRecord) -> Activation:
-        self._fetcher.check_dynamic(record)
-        request = self._shared.approval_request(record)
-        # Policy first: no approval overrides what an administrator forbids.
-        self._shared.check_policy(request)
-        pin = self.policy.pin_for(request)
-        if pin is not None:
-            # An administrator reviewed exactly this content from this server: no prompt.
-            logger.info(
-                "%s:%s is pinned in %s", record.origin.label, record.key.locator, pin.source
-            )
-            tools = request.requested_tools if pin.grant_tools else ()
-            answer = Answer(Decision.APPROVE, grants=Grants(tools=tools), held=True)
-        else:
-            try:
-                answer = await self._consent(request)
-            except ApprovalRequired as unanswered:  # nobody could be asked (no terminal)
-                reason = f"not approved: {type(unanswered).__name__}"
-                self._shared.record("denial", "denied", record, reason=reason, gate="activation")
-                raise
-        if answer.decision is not Decision.APPROVE:
-            logger.info("activation of %s:%s declined", record.origin.label, record.key.locator)
-            self._shared.record(
-                "denial", "denied", record, reason="not approved", gate="activation"
-            )
-            raise ApprovalDenied(
-                f"loading skill {self.registry.qualified_ref(record)!r} was not approved",
-                server=record.origin.label,
-                uri=record.key.locator,
-                local=not record.origin.is_mcp,
-            )
-        granted = self._granted_tools(request, answer, pinned=pin is not None)
-        if record.origin.is_mcp:
-            activation = await self._activate_mcp(record)
-            activation = dataclasses.replace(
-                activation, requested_tools=request.requested_tools, granted_tools=granted
-            )
-        else:
-            activation = self._activate_local(record)
-        self._window.open(activation)
-        self._window.emit(activation.block)
-        logger.info("activated %s:%s", record.origin.label, record.key.locator)
-        return activation
-
-    async def _consent(self, request: ActivationRequest) -> Answer:
-        """The approver's answer: with the grants it holds, if it is :class:`Granting`."""
-        approver = self.approver
-        if isinstance(approver, Granting):
-            answer = await approver.consent(request)
-            if not isinstance(answer, Answer):
-                raise TypeError(
-                    f"{type(approver).__name__}.consent returned {type(answer).__name__}, "
-                    "not an Answer"
-                )
-        else:
-            answer = Answer(decision(await approver.decide(request), approver))
-        return answer
-
-    def _granted_tools(
-        self, request: ActivationRequest, answer: Answer, *, pinned: bool = False
-    ) -> tuple[str, ...]:
-        """Record the approval, and which of the requested tools it grants (MCP skills)."""
-        record = request.record
-        how = "a recorded approval" if answer.held else "approved when asked"
-        if pinned:
-            how = "pinned by the administrator's policy"
-        self._shared.record(
-            "approval", "approved", record, reason=how, gate="activation", scope=answer.scope.value
-        )
-        if not record.origin.is_mcp:
-            return ()  # a local skill's tools are the host's own rules (see Activation)
-        requested = request.requested_tools
-        if requested and not request.tools_grantable:
-            self._shared.record(
-                "policy_denial",
-                "denied",
-                record,
-                reason="the administrator's policy forbids granting requested tools",
-                gate="allowed_tools",
-            )
-            return ()
-        granted = grantable(request, answer.grants).tools
-        if granted and not answer.held:
-            self._shared.record(
-                "grant",
-                "granted",
-                record,
-                reason=f"{len(granted)} of {len(requested)} requested tools granted",
-                gate="allowed_tools",
-                scope=answer.scope.value,
-            )
-        return granted
+        async with self._activator.lock(record):
+            return await self._activator.activate(record)
 
     def granted_tools(self) -> tuple[str, ...]:
         """The tools to give the model now: those granted by the skills it is acting on.
@@ -507,60 +366,6 @@ class SkillHost:
         more, though its gates still apply.
         """
         return self._window.granted_tools()
-
-    async def _activate_mcp(self, record: SkillRecord) -> Activation:
-        entry = record.entry
-        assert entry is not None
-        label = record.origin.label
-        connection = self._shared.connection(label)
-        key: CacheKey | None = None
-        try:
-            if entry.is_dynamic:
-                self._window.spend(record.key, 0, start=True)
-                data = await self._fetcher.fetch_dynamic(
-                    connection, record, entry.uri, self._window
-                )
-            else:
-                key = self._fetcher.cache_key(connection, entry.uri, entry.manifest[entry.uri])
-                data = await self._fetcher.fetch(connection, entry.uri, key)
-            verified = verify_skill_md(entry, data, server=label, limits=self.limits)
-        except (IntegrityError, FrontmatterError) as error:
-            await self._after_failure(record, entry, error)
-        if key is not None and verified.file.verified:
-            self.cache.put(key, verified.file.data)
-        root = entry.root
-        files = sorted(root.file_path(parse_uri(uri)) for uri in entry.manifest)
-        block = await off_loop(skill_block)(
-            origin=record.origin,
-            uri=entry.uri,
-            digest=None if entry.is_dynamic else verified.file.digest,
-            body=verified.body,
-            # With the trailing slash, RFC 3986 resolution of a relative path lands inside.
-            root=str(root) + "/",
-            files=files,
-            verified=not entry.is_dynamic,
-            unverifiable=entry.is_dynamic,
-        )
-        return Activation(record, block, entry, content_hash=content_hash(entry))
-
-    def _activate_local(self, record: SkillRecord) -> Activation:
-        assert record.directory is not None
-        directory = Path(record.directory)
-        label = record.origin.label
-        data, document = read_skill_md(directory, limits=self.limits, label=label)
-        files = skill_files(directory, limits=self.limits, label=label)
-        tools = allowed_tools(document.frontmatter)
-        block = skill_block(
-            origin=record.origin,
-            uri=str(directory / "SKILL.md"),
-            digest=sha256_digest(data),
-            body=document.body,
-            root=str(directory) + "/",
-            files=files,
-            verified=False,
-        )
-        # Local skills follow the host's own rules: their field is reported as granted.
-        return Activation(record, block, requested_tools=tools, granted_tools=tools)
 
     def deactivate(self, reference: str) -> None:
         """Close the acting window (for example when the SKILL.md leaves the context)."""
@@ -574,64 +379,6 @@ class SkillHost:
         """
         self._window.close_all()
 
-    async def _after_failure(
-        self, record: SkillRecord, pinned: SkillEntry, error: SkillwardError
-    ) -> NoReturn:
-        """The content is not used, and nothing more is served under this activation.
-
-        The activation stays in the acting window, so its gates still apply. The entry
-        is refreshed once; a changed skill is reported as such, and its new entry
-        replaces the old one in the registry (loading it asks for approval again).
-        """
-        label = record.origin.label
-        logger.info("verification failed for %s from %s: %s", error.uri, label, error.message)
-        self._window.end(record.key, error)
-        try:
-            fresh = await self._shared.get_skill(self._shared.connection(label), pinned.uri)
-        except SkillwardError:
-            self._failed(record, pinned, error, changed=False)
-            raise error from None
-        moved = (
-            entry_content(fresh) != entry_content(pinned) or fresh.frontmatter != pinned.frontmatter
-        )
-        self._failed(record, pinned, error, changed=moved)
-        if moved:
-            self.registry.put(SkillRecord.from_entry(record.origin, fresh, listed=record.listed))
-            # A changed skill is approved again from scratch, even if v1 comes back.
-            await self._shared.revoke(record.key, reason=_describe_change(pinned, fresh))
-            changed = SkillChanged(
-                _describe_change(pinned, fresh) + f"; {error.message}",
-                server=label,
-                uri=pinned.uri,
-            )
-            self._window.end(record.key, changed, replace=True)
-            raise changed from error
-        raise error
-
-    def _failed(
-        self, record: SkillRecord, pinned: SkillEntry, error: SkillwardError, *, changed: bool
-    ) -> None:
-        # The error's type, never its message: messages may quote what the server sent.
-        reason = type(error).__name__ + ("; the skill changed" if changed else "")
-        self._shared.record(
-            "verification_failure",
-            "failed",
-            record,
-            entry=pinned,
-            reason=reason,
-            resource_uri=error.uri,
-        )
-
-    def _ended(self, activation: Activation, uri: str) -> ReactivationRequired:
-        record = activation.record
-        cause = activation.ended
-        why = cause.message if cause is not None else "its content ended"
-        return ReactivationRequired(
-            f"nothing more is read under skill {self.registry.qualified_ref(record)!r}: {why}",
-            server=record.origin.label,
-            uri=uri,
-        )
-
     # --- reads (read_resource) ---------------------------------------------------------
 
     async def read_file(self, reference: str, path: str) -> ContextBlock:
@@ -642,7 +389,7 @@ class SkillHost:
         model's ``read_resource`` tool reads files only of active skills.
         """
         record = await self.lookup(reference)
-        async with self._lock(record):
+        async with self._activator.lock(record):
             return await self._read_file(record, path)
 
     async def _read_file(self, record: SkillRecord, path: str) -> ContextBlock:
@@ -664,7 +411,7 @@ class SkillHost:
         if activation is not None and activation.entry is not None:
             entry = activation.entry
             if activation.ended is not None:
-                raise self._ended(activation, str(resolve_reference(entry.root, path)))
+                raise self._activator.ended(activation, str(resolve_reference(entry.root, path)))
         assert entry is not None
         uri = str(resolve_reference(entry.root, path))
         if not entry.is_dynamic and uri not in entry.manifest:
@@ -702,7 +449,7 @@ class SkillHost:
             item = manifest_item(entry, uri, server=label)
             verified = await self._fetcher.verified(connection, item, entry.uri)
         except IntegrityError as error:
-            await self._after_failure(record, entry, error)
+            await self._activator.after_failure(record, entry, error)
         block = await off_loop(file_block)(
             origin=record.origin, uri=uri, digest=verified.digest, data=verified.data, verified=True
         )
@@ -732,7 +479,7 @@ class SkillHost:
             if not (parsed.is_within(entry.root) or uri == str(entry.root)):
                 continue
             if activation.ended is not None:
-                raise self._ended(activation, uri)
+                raise self._activator.ended(activation, uri)
             if entry.is_dynamic:
                 # No manifest to hold it to: a live read, unverified and budgeted.
                 return await self._dynamic_read(connection, activation, uri)
@@ -883,8 +630,8 @@ class SkillHost:
         try:
             if record is None:  # an opted-in LABEL:URI lookup
                 record = await self.lookup(name)
-            async with self._lock(record):
-                return (await self._activate(record)).block
+            async with self._activator.lock(record):
+                return (await self._activator.activate(record)).block
         except SkillwardError as error:
             return self._tool_error(error, record.origin if record else None)
         except Exception:
