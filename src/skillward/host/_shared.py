@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import weakref
 
 import anyio.to_thread
 
@@ -76,8 +77,11 @@ class Shared:
         self.notes: list[str] = []
         self.connections = Connections(self.config.limits)
         self.fetcher = Fetcher(self.connections, cache, self.config)
-        # Each session's acting window, and the approver it asks.
-        self._members: dict[ActingWindow, Approver] = {}
+        # Each session's acting window, and the approver it asks. Weak: a session
+        # dropped without being closed is not kept alive by the host.
+        self._members: weakref.WeakKeyDictionary[ActingWindow, Approver] = (
+            weakref.WeakKeyDictionary()
+        )
 
     @property
     def limits(self) -> Limits:
@@ -91,6 +95,13 @@ class Shared:
 
     def leave(self, window: ActingWindow) -> None:
         self._members.pop(window, None)
+
+    def close_sessions(self, keep: ActingWindow) -> None:
+        """Shut every session's window but ``keep``'s: the host closed under them."""
+        for window in self.windows():
+            if window is not keep:
+                window.shut()
+                self.leave(window)
 
     def windows(self) -> list[ActingWindow]:
         return list(self._members)

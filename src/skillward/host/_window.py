@@ -9,7 +9,9 @@ context); a failed verification only *ends* an activation's content
 server sends reaches a method that closes it.
 
 Every block handed to the model leaves through :meth:`ActingWindow.emit`, so the
-origins in context (for the cross-origin rule) are counted in one place.
+origins in context (for the cross-origin rule) are counted in one place. A window
+that is :meth:`~ActingWindow.shut` (its session closed) takes no activation and hands
+out nothing more.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Iterable
 import anyio
 
 from skillward.core.context import ContextBlock
-from skillward.core.errors import SkillwardError
+from skillward.core.errors import SkillwardError, UsageError
 from skillward.core.origins import SkillKey
 from skillward.host.types import Activation, ContextSink
 
@@ -42,6 +44,21 @@ class ActingWindow:
         self._spent: dict[SkillKey, int] = {}
         # One origin's calls in this context run one at a time, in the order they came.
         self._locks: dict[str, anyio.Lock] = {}
+        self._shut = False
+
+    @property
+    def is_shut(self) -> bool:
+        return self._shut
+
+    def shut(self) -> None:
+        """Close every activation, and take none again: this context is over. Nothing
+        more is handed to the model through it."""
+        self.close_all()
+        self._shut = True
+
+    def check_open(self) -> None:
+        if self._shut:
+            raise UsageError("this session is closed", hint="Start another with host.session(...).")
 
     # --- activations ------------------------------------------------------------------
 
@@ -54,6 +71,7 @@ class ActingWindow:
 
     def open(self, activation: Activation) -> None:
         """Act on ``activation`` (replacing an earlier one of the same skill)."""
+        self.check_open()
         self._activations[activation.record.key] = activation
 
     def end(self, key: SkillKey, error: SkillwardError, *, replace: bool = False) -> None:
@@ -81,7 +99,9 @@ class ActingWindow:
         self._in_context.clear()
 
     def acting_mcp(self) -> list[Activation]:
-        """The activations of MCP skills, in key order (those whose content ended too)."""
+        """The activations of MCP skills, in key order (those whose content ended too).
+        A closed session has none to offer: asking raises."""
+        self.check_open()
         return sorted(
             (a for a in self._activations.values() if a.record.origin.is_mcp),
             key=lambda a: a.record.key,
@@ -111,6 +131,7 @@ class ActingWindow:
     def emit(self, block: ContextBlock) -> ContextBlock:
         """``block`` on its way to the model: its origins count as in context, and the
         sink sees it."""
+        self.check_open()
         origins = [block.origin, *(item.origin for item in block.items)]
         self.seen(o.label for o in origins if o is not None and o.is_mcp)
         if self._sink is not None:

@@ -36,32 +36,29 @@ What it guarantees:
 * **Recorded**: every decision is an audit event (:mod:`skillward.trust.audit`).
 * **Tagged**: everything returned for a model is a
   :class:`~skillward.core.context.ContextBlock` from the one exit point.
+
+:meth:`SkillHost.session` gives another model context over the same connections: its
+own acting window, approver, gates, sink and tools (a server that serves several
+clients from one set of upstream connections makes one per client).
+
+``SkillHost`` composes objects that each own one kind of state (``_shared``: the
+origins, their connections and the seams every session shares; ``_window``: one
+context's acting window; ``_activation``, ``_gates``, ``_reads``, ``_tools``: what
+one session does with them) and delegates to them.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import Any, Self
 
 from skillward.cache.seam import ContentCache, NoCache
 from skillward.core.config import Limits
-from skillward.core.context import (
-    CatalogItem,
-    ContextBlock,
-)
-from skillward.core.errors import (
-    UsageError,
-)
-from skillward.core.registry import (
-    Collision,
-    Declined,
-    SkillRecord,
-)
-from skillward.edge._local import (
-    LocalSkillDir,
-)
+from skillward.core.context import CatalogItem, ContextBlock
+from skillward.core.errors import UsageError
+from skillward.core.registry import Collision, Declined, SkillRecord
+from skillward.edge._local import LocalSkillDir
 from skillward.edge.servers import ServerSpec
 from skillward.host._activation import Activator
 from skillward.host._gates import Gates, async_seam, check_rules
@@ -77,22 +74,10 @@ from skillward.host.types import (
     ServerStatus,
     ToolStyle,
 )
-from skillward.trust.approvals import (
-    ActivationRequest,
-    Approver,
-    DenyAll,
-)
+from skillward.trust.approvals import ActivationRequest, Approver, DenyAll
 from skillward.trust.audit import AuditTrail
-from skillward.trust.gates import (
-    CrossOriginGate,
-    DenyCrossOrigin,
-    DenyExecution,
-    ExecutionGate,
-)
+from skillward.trust.gates import CrossOriginGate, DenyCrossOrigin, DenyExecution, ExecutionGate
 from skillward.trust.policy import NoPolicy, Policy
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "TOOL_SCHEMAS",
@@ -104,9 +89,35 @@ __all__ = [
     "ToolStyle",
 ]
 
-logger = logging.getLogger("skillward")
+#: What a host is built with, which its objects hold: not to be replaced afterwards.
+_CHOSEN = frozenset(
+    [
+        "config",
+        "policy",
+        "approver",
+        "cross_origin",
+        "execution",
+        "cache",
+        "audit",
+        "registry",
+        "notes",
+    ]
+)
 
-_T = TypeVar("_T")
+
+def _seams(
+    policy: Policy,
+    approver: Approver | None,
+    cross_origin: CrossOriginGate | None,
+    execution: ExecutionGate | None,
+) -> tuple[Approver, CrossOriginGate, ExecutionGate]:
+    """A session's approver and gates, each checked (deny by default)."""
+    check_rules(policy, approver)
+    return (
+        async_seam(approver or DenyAll(), "approver"),
+        async_seam(cross_origin or DenyCrossOrigin(), "cross_origin"),
+        async_seam(execution or DenyExecution(), "execution"),
+    )
 
 
 class SkillHost:
@@ -130,37 +141,75 @@ class SkillHost:
         audit: AuditTrail | None = None,
     ) -> None:
         policy = policy or NoPolicy()
-        check_rules(policy, approver)
-        self.approver: Approver = async_seam(approver or DenyAll(), "approver")
-        self.cross_origin: CrossOriginGate = async_seam(
-            cross_origin or DenyCrossOrigin(), "cross_origin"
-        )
-        self.execution: ExecutionGate = async_seam(execution or DenyExecution(), "execution")
+        seams = _seams(policy, approver, cross_origin, execution)
         shared = Shared(
             config=config or HostConfig(), policy=policy, cache=cache or NoCache(), audit=audit
         )
+        self._compose(shared, *seams, sink=sink, owner=True)
+
+    def _compose(
+        self,
+        shared: Shared,
+        approver: Approver,
+        cross_origin: CrossOriginGate,
+        execution: ExecutionGate,
+        *,
+        sink: ContextSink | None,
+        owner: bool,
+    ) -> None:
+        """Build this session's objects over ``shared`` (``owner``: the host that opens
+        and closes the connections)."""
+        self.approver, self.cross_origin, self.execution = approver, cross_origin, execution
         self.policy: Policy = shared.policy
-        self.config = shared.config
+        self.config: HostConfig = shared.config
         self.cache: ContentCache = shared.cache
         #: Where every decision is recorded (the ``skillward.audit`` logger by default).
-        self.audit = shared.audit
+        self.audit: AuditTrail = shared.audit
         self.registry = shared.registry
         self.notes = shared.notes
-        self._shared = shared
-        self._connections = shared.connections
-        self._fetcher = shared.fetcher
-        self._window = ActingWindow(sink)
-        shared.join(self._window, self.approver)
-        self._activator = Activator(shared, self._window, self.approver)
+        self._shared, self._owner = shared, owner
+        self._window = window = ActingWindow(sink)
+        self._activator = Activator(shared, window, approver)
         self._gates = Gates(
-            shared,
-            self._window,
-            approver=self.approver,
-            cross_origin=self.cross_origin,
-            execution=self.execution,
+            shared, window, approver=approver, cross_origin=cross_origin, execution=execution
         )
-        self._reads = Reads(shared, self._window, self._activator, self._gates)
-        self._tools = Tools(shared, self._window, self._activator, self._reads, self._gates)
+        self._reads = Reads(shared, window, self._activator, self._gates)
+        self._tools = Tools(shared, window, self._activator, self._reads, self._gates)
+        shared.join(window, approver)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        # The objects this host composed were given these: another value would not reach them.
+        if name in _CHOSEN and name in self.__dict__:
+            raise UsageError(
+                f"SkillHost.{name} is chosen when the host is built",
+                hint="Build the host with the one you need, or host.session(...) for "
+                "another approver, gates and sink over the same connections.",
+            )
+        object.__setattr__(self, name, value)
+
+    def session(
+        self,
+        *,
+        approver: Approver | None = None,
+        cross_origin: CrossOriginGate | None = None,
+        execution: ExecutionGate | None = None,
+        sink: ContextSink | None = None,
+    ) -> SkillHost:
+        """Another model context over this host's connections, open at once.
+
+        It has its own acting window, origins in context, approver, gates (each deny
+        by default, as a new host's), sink and model tools; it shares the
+        connections, the registry, the cache, the policy and the audit trail.
+        Connecting, disconnecting or refreshing a server through any session does so
+        for all. Closing it (``aclose()``, or leaving ``async with``) ends its window
+        only; closing the host closes every session.
+        """
+        self._shared.connections.require_open()
+        self._window.check_open()
+        seams = _seams(self.policy, approver, cross_origin, execution)
+        session = object.__new__(type(self))
+        session._compose(self._shared, *seams, sink=sink, owner=False)
+        return session
 
     @property
     def limits(self) -> Limits:
@@ -169,7 +218,10 @@ class SkillHost:
     # --- lifecycle --------------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
-        if self._connections.is_open:
+        if not self._owner:
+            self._window.check_open()  # a session is open from the start
+            return self
+        if self._shared.connections.is_open:
             raise UsageError("this SkillHost is already open")
         await self._shared.open()
         return self
@@ -186,8 +238,16 @@ class SkillHost:
         """Disconnect every server (in reverse order of connection), then wait for their
         processes to be stopped: each stdio server still gets ``Limits.exit_timeout`` to
         exit after its stdin closes, but one already sent SIGTERM is killed at once. Never
-        raises for a server that already died."""
+        raises for a server that already died. Every session over it is closed too.
+
+        A session's ``aclose()`` closes its acting window only: the connections, and
+        the other sessions, stay as they are."""
+        if not self._owner:
+            self._window.shut()
+            self._shared.leave(self._window)
+            return
         await self._shared.aclose()
+        self._shared.close_sessions(keep=self._window)
 
     async def connect(self, spec: ServerSpec) -> None:
         """Connect ``spec`` and list its skills. Reads no resource.
@@ -231,11 +291,11 @@ class SkillHost:
         and return its status, which says why."""
         connection = self._shared.connection(label)
         await connection.done.wait()
-        return self._connections.status(connection)
+        return self._shared.connections.status(connection)
 
     def servers(self) -> list[ServerStatus]:
         """Every server connected to this host, connected or not, in connection order."""
-        return self._connections.statuses()
+        return self._shared.connections.statuses()
 
     # --- what people and models see -----------------------------------------------------
 
