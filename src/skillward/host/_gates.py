@@ -131,17 +131,8 @@ class Gates:
         record("gate", "allowed", "approved for this call only")
 
     async def authorize_execution(self, tool: str, *, detail: str = "") -> None:
-        """Call before running a host code-execution tool the model asked for.
-
-        While any MCP skill is in the acting window (including one whose content
-        ended), execution needs explicit approval for each such skill, naming the
-        skill and the command (``detail``); raises
-        :class:`~skillward.core.errors.ExecutionDenied` otherwise (deny by default). A
-        skill whose current approval record already grants execution is not asked
-        about again; the execution gate may add that grant to the record when the
-        person chooses to (:attr:`ExecutionRequest.remember`). With no MCP skill in
-        the window, this returns without asking.
-        """
+        """Ask about running ``tool`` for each MCP skill in the window (see
+        :meth:`SkillHost.authorize_execution`); raises ExecutionDenied."""
         acting = self._window.acting_mcp()
         keys = tuple(a.record.key for a in acting)
         for activation in acting:

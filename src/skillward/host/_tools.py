@@ -86,8 +86,7 @@ class Tools:
         return next((o for o in self._shared.registry.origins() if o.label == label), None)
 
     def catalog(self) -> list[CatalogItem]:
-        """The skills the model may load. Their origins count as being in the model's
-        context from now on (for the cross-origin rule), until :meth:`deactivate_all`."""
+        """The skills the model may load; their origins are in context from now on."""
         items = [
             CatalogItem(
                 ref=self._shared.registry.display_ref(record),
@@ -106,13 +105,7 @@ class Tools:
         return self._window.emit(catalog_block(self.catalog()))
 
     async def read_skill_block(self, name: str) -> ContextBlock:
-        """``read_skill`` as a block: the activated skill, or an error block. Never raises.
-
-        Takes only references to skills the catalog shows (unless
-        ``HostConfig.allow_uri_lookups``). An error that may quote anything a server
-        wrote is tagged with that server's origin; host errors quote nothing the model
-        or a server chose.
-        """
+        """``read_skill`` as a block (:meth:`SkillHost.read_skill_block`). Never raises."""
         try:
             record = self._tool_record(name)
         except SkillwardError as error:
@@ -198,17 +191,7 @@ class Tools:
     async def handle_tool_call(
         self, name: str, arguments: Mapping[str, Any] | str | None = None
     ) -> ContextBlock | None:
-        """One call for a host's tool loop. Never raises.
-
-        ``read_skill`` and ``read_resource`` run, and their block (or a tagged error
-        block) is returned. A tool named in ``HostConfig.execution_tools`` is gated
-        (:meth:`authorize_execution`, with the arguments as the command): refused, it
-        returns an error block; allowed, it returns None. None means skillward has
-        nothing to add: run the tool and hand the model its result. Any other tool
-        also returns None. ``arguments`` may be a mapping or a JSON object string: an
-        Anthropic ``tool_use`` block's ``input``, or the ``arguments`` of a Chat
-        Completions ``tool_call.function`` or of a Responses API ``function_call`` item.
-        """
+        """One call for a host's tool loop (:meth:`SkillHost.handle_tool_call`). Never raises."""
         try:
             args = _tool_arguments(arguments)
         except UsageError as error:
@@ -246,16 +229,7 @@ class Tools:
         return None
 
     def tool_definitions(self, style: ToolStyle = "mcp") -> list[dict[str, Any]]:
-        """The tools to register with the model, in the shape ``style``'s API takes.
-
-        ``mcp``: ``{name, description, inputSchema}``; ``anthropic`` (Messages API):
-        ``{name, description, input_schema}``; ``openai`` (Chat Completions):
-        ``{type: "function", function: {name, description, parameters}}``;
-        ``openai-responses`` (Responses API): ``{type: "function", name, description,
-        parameters, strict: true}``, each object schema closed to other properties, as
-        strict mode requires. ``read_skill`` takes only the refs the catalog shows
-        (an ``enum`` of them; none while the catalog is empty, where any ref is refused).
-        """
+        """The two tools in ``style``'s shape (:meth:`SkillHost.tool_definitions`)."""
         refs = [item.ref for item in self.catalog()]
         name: dict[str, Any] = {"type": "string", "description": "The skill reference"}
         if refs:

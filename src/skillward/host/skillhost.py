@@ -124,8 +124,9 @@ class SkillHost:
     """The embeddable, async API. See the module docstring for the guarantees.
 
     Use it as an async context manager: connections run in tasks it owns. Calls may
-    be made concurrently; calls that touch the same server run one at a time, in the
-    order they were made, so a read issued after an activation sees that activation.
+    be made concurrently; within a session, calls that touch the same server run one
+    at a time, in the order they were made, so a read issued after an activation sees
+    that activation. :meth:`session` gives another context over the same connections.
     """
 
     def __init__(
@@ -455,26 +456,19 @@ class SkillHost:
     ) -> ContextBlock | None:
         """One call for a host's tool loop. Never raises.
 
-        ``read_skill`` and ``read_resource`` run, and their block (or a tagged error
-        block) is returned. A tool named in ``HostConfig.execution_tools`` is gated
-        (:meth:`authorize_execution`, with the arguments as the command): refused, it
-        returns an error block; allowed, it returns None. None means skillward has
-        nothing to add: run the tool and hand the model its result. Any other tool
-        also returns None. ``arguments`` may be a mapping or a JSON object string: an
-        Anthropic ``tool_use`` block's ``input``, or the ``arguments`` of a Chat
-        Completions ``tool_call.function`` or of a Responses API ``function_call`` item.
+        ``read_skill`` and ``read_resource`` return their block (or a tagged error
+        block). A tool ``HostConfig.execution_tools`` names is gated
+        (:meth:`authorize_execution`, its arguments the command): refused, an error
+        block; allowed, None. None means skillward has nothing to add: run the tool.
+        ``arguments``: a mapping or a JSON object string, as each API passes them.
         """
         return await self._tools.handle_tool_call(name, arguments)
 
     def tool_definitions(self, style: ToolStyle = "mcp") -> list[dict[str, Any]]:
         """The tools to register with the model, in the shape ``style``'s API takes.
 
-        ``mcp``: ``{name, description, inputSchema}``; ``anthropic`` (Messages API):
-        ``{name, description, input_schema}``; ``openai`` (Chat Completions):
-        ``{type: "function", function: {name, description, parameters}}``;
-        ``openai-responses`` (Responses API): ``{type: "function", name, description,
-        parameters, strict: true}``, each object schema closed to other properties, as
-        strict mode requires. ``read_skill`` takes only the refs the catalog shows
-        (an ``enum`` of them; none while the catalog is empty, where any ref is refused).
+        ``mcp``, ``anthropic`` (Messages), ``openai`` (Chat Completions) or
+        ``openai-responses`` (strict, each object schema closed). ``read_skill``
+        takes only the refs the catalog shows (an ``enum``; none while it is empty).
         """
         return self._tools.tool_definitions(style)
