@@ -32,7 +32,7 @@ from skillward.core.verify import sha256_digest, verify_skill_md
 from skillward.core.wire import SkillEntry
 from skillward.edge._local import read_skill_md, skill_files
 from skillward.host._fetch import off_loop
-from skillward.host._gates import decision
+from skillward.host._gates import as_decision
 from skillward.host._shared import Shared
 from skillward.host._window import ActingWindow
 from skillward.host.types import Activation
@@ -148,7 +148,7 @@ class Activator:
                     "not an Answer"
                 )
         else:
-            answer = Answer(decision(await approver.decide(request), approver))
+            answer = Answer(as_decision(await approver.decide(request), approver))
         return answer
 
     def _granted_tools(

@@ -26,7 +26,7 @@ from skillward.trust.gates import (
 )
 from skillward.trust.policy import EffectivePolicy, Policy
 
-__all__ = ["Gates", "async_seam", "check_rules", "decision"]
+__all__ = ["Gates", "as_decision", "async_seam", "check_rules"]
 
 logger = logging.getLogger("skillward")
 
@@ -59,7 +59,7 @@ def check_rules(policy: Policy, approver: Approver | None) -> None:
         )
 
 
-def decision(answer: object, who: object) -> Decision:
+def as_decision(answer: object, who: object) -> Decision:
     """A seam's answer, which must be a Decision: anything else is a bug, not a denial."""
     if not isinstance(answer, Decision):
         raise TypeError(
@@ -118,7 +118,7 @@ class Gates:
                 uri=uri,
             )
         request = CrossOriginRequest(acting=others, target=server, uri=uri)
-        answer = decision(await self._cross_origin.decide(request), self._cross_origin)
+        answer = as_decision(await self._cross_origin.decide(request), self._cross_origin)
         if answer is not Decision.APPROVE:
             logger.info("cross-origin read of %s on %s refused", uri, server)
             record("gate", "denied", "not approved for this call")
@@ -192,7 +192,7 @@ class Gates:
             identity=request.identity,
             remember=remember,
         )
-        answer = decision(await self._execution.decide(question), self._execution)
+        answer = as_decision(await self._execution.decide(question), self._execution)
         if answer is not Decision.APPROVE:
             logger.info("execution of %s refused while acting on %s", tool, key.origin)
             audit("gate", "denied", "not approved")

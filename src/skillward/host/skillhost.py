@@ -79,6 +79,7 @@ from skillward.trust.audit import AuditTrail
 from skillward.trust.gates import CrossOriginGate, DenyCrossOrigin, DenyExecution, ExecutionGate
 from skillward.trust.policy import NoPolicy, Policy
 
+# The host's values are defined in types.py; this module names them as it always has.
 __all__ = [
     "TOOL_SCHEMAS",
     "Activation",
