@@ -88,16 +88,16 @@ if TYPE_CHECKING:
         load_mcp_servers,
         parse_mcp_servers,
     )
-    from skillward.host.skillhost import (
+    from skillward.host.skillhost import SkillHost
+    from skillward.host.sync import SyncSkillHost
+    from skillward.host.types import (
         TOOL_SCHEMAS,
         Activation,
         ContextSink,
         HostConfig,
         ServerStatus,
-        SkillHost,
         ToolStyle,
     )
-    from skillward.host.sync import SyncSkillHost
     from skillward.terminal.prompts import (
         Terminal,
         TerminalApprover,
@@ -319,13 +319,13 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "load_mcp_servers",
         "parse_mcp_servers",
     ),
-    "skillward.host.skillhost": (
+    "skillward.host.skillhost": ("SkillHost",),
+    "skillward.host.types": (
         "TOOL_SCHEMAS",
         "Activation",
         "ContextSink",
         "HostConfig",
         "ServerStatus",
-        "SkillHost",
         "ToolStyle",
     ),
     "skillward.host.sync": ("SyncSkillHost",),

@@ -175,17 +175,12 @@ async def test_the_approver_sees_the_skill_before_anything_is_fetched(w: World) 
     before = len(w.requests())
     reads_when_asked: list[int] = []
 
-    class Snapshot:
-        async def decide(self, request: ActivationRequest) -> Decision:
-            reads_when_asked.append(sum(m == "resources/read" for m, _ in w.requests()[before:]))
-            return await w.approver.decide(request)
+    def snapshot(request: ActivationRequest) -> None:
+        reads_when_asked.append(sum(m == "resources/read" for m, _ in w.requests()[before:]))
 
-    w.host.approver = Snapshot()
-    try:
-        with anyio.fail_after(30):
-            await w.host.activate("good")
-    finally:
-        w.host.approver = w.approver
+    w.approver.on_ask = snapshot
+    with anyio.fail_after(30):
+        await w.host.activate("good")
     assert reads_when_asked == [0]
     asked = w.approver.asked[-1]
     assert asked.record.key.locator == "skill://good/SKILL.md"

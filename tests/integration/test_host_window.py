@@ -42,7 +42,7 @@ from skillward.serve.server import (
 )
 from skillward.trust.approvals import Decision
 from skillward.trust.gates import CrossOriginRequest
-from skillward.trust.policy import NoPolicy
+from skillward.trust.policy import NoPolicy, Policy
 from tests.support.doubles import Approving, CrossOrigin, Execution
 from tests.support.hostile import HostileState, build_hostile_server, build_hostile_tree
 from tests.support.trees import skill_md, write
@@ -66,7 +66,9 @@ class World:
 
 
 @asynccontextmanager
-async def world(tmp_path: Path, *, config: HostConfig | None = None) -> AsyncIterator[World]:
+async def world(
+    tmp_path: Path, *, config: HostConfig | None = None, policy: Policy | None = None
+) -> AsyncIterator[World]:
     """``hostile`` (a server whose skills each tell one lie) and ``trusted`` (the examples)."""
     build_hostile_tree(tmp_path / "hostile")
     hostile, state = build_hostile_server(tmp_path / "hostile")
@@ -78,6 +80,7 @@ async def world(tmp_path: Path, *, config: HostConfig | None = None) -> AsyncIte
         approver=approver,
         cross_origin=cross_origin,
         execution=execution,
+        policy=policy,
         sink=blocks.append,
     )
     with anyio.fail_after(60):
@@ -274,8 +277,7 @@ async def test_a_skill_denied_by_policy_has_no_files_to_read(tmp_path: Path) -> 
 
             raise PolicyDenied("not allowed", server=request.record.origin.label)
 
-    async with world(tmp_path) as w:
-        w.host.policy = DenyGood()
+    async with world(tmp_path, policy=DenyGood()) as w:
         assert 'error="PolicyDenied"' in await w.host.read_skill_tool("good")
         with pytest.raises(SkillNotActive):
             await w.host.read_resource("hostile", "skill://good/ref/guide.md")
@@ -369,19 +371,15 @@ async def test_no_host_block_quotes_server_text_on_any_tool_error_path(tmp_path:
             host.read_resource_tool("twin", "skill://elsewhere-inject/x"),  # cross-origin
         ]
         texts = [await call for call in calls]
-        approver_answer = Approving.decide
-
-        async def deny(self: Approving, request: Any) -> Decision:
-            await approver_answer(self, request)
-            return Decision.DENY
-
-        host.approver = type("Denying", (Approving,), {"decide": deny})()
+        approver.answer = Decision.DENY
         texts.append(await host.read_skill_tool("inj:inject-one"))  # approval denied
-        host.approver = approver
+        approver.answer = Decision.APPROVE
         texts.append(await host.read_skill_tool("inj:inject-two"))
         texts.append(await host.read_resource_tool("inj", "skill://inject-two/inject-ref.md"))
         texts.append(await host.read_resource_tool("inj", "skill://inject-two/SKILL.md"))
-        host.config = dataclasses.replace(host.config, allow_uri_lookups=True)
+    lookups = dataclasses.replace(config, allow_uri_lookups=True)
+    async with SkillHost(config=lookups, approver=approver, sink=blocks.append) as host:
+        await host.connect(ServerSpec(label="inj", transport=InMemoryTransport(server=server)))
         texts.append(await host.read_skill_tool(f"{MARK}:skill://{MARK}/SKILL.md"))
         texts.append(await host.read_skill_tool("inj:skill://inject-nope/SKILL.md"))
     errors = [b for b in blocks if b.kind == "error"]

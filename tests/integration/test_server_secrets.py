@@ -26,7 +26,7 @@ from skillward.core.errors import (
 )
 from skillward.edge.client import SkillsClient
 from skillward.edge.servers import HttpTransport, ServerSpec, StdioTransport, parse_mcp_servers
-from skillward.host.skillhost import _connection_error
+from skillward.host._connections import _connection_error
 
 pytestmark = pytest.mark.anyio
 SECRET = "s3cr3t-t0ken-9f8e7d"

@@ -88,7 +88,10 @@ def test_the_sync_host_has_exactly_the_async_hosts_public_methods() -> None:
     assert set(synchronous) - {"close"} == set(asynchronous) - {"aclose"}
     for name, method in synchronous.items():
         assert not inspect.iscoroutinefunction(method), name
-        if name != "close":
+        if name == "session":  # the same arguments; a session of the same kind of host
+            same = inspect.signature(asynchronous[name]).replace(return_annotation="SyncSkillHost")
+            assert inspect.signature(method) == same
+        elif name != "close":
             assert inspect.signature(method) == inspect.signature(asynchronous[name]), name
     assert inspect.signature(SyncSkillHost) == inspect.signature(SkillHost)
     properties = {n for n, m in vars(SkillHost).items() if isinstance(m, property)}
@@ -233,6 +236,37 @@ def test_async_code_is_told_to_use_skillhost_instead_of_blocking_its_loop(
 
     within(WAIT, lambda: anyio.run(from_async_code))
     assert [item.ref for item in host.catalog()] == ["skill-0"]
+
+
+# --- sessions ---------------------------------------------------------------------------
+
+
+def test_a_session_shares_the_connections_and_not_the_acting_window(
+    host: SyncSkillHost,
+) -> None:
+    denied = Approving(answer=Decision.DENY)
+    with host.session(approver=Approving()) as one, host.session(approver=denied) as two:
+        assert one.activate("skill-0").block.verified
+        assert [a.record.name for a in one.active()] == ["skill-0"]
+        assert two.active() == []
+        assert host.active() == []
+        block = two.read_resource_block("acme", "skill://skill-0/notes/0.md")
+        assert 'error="SkillNotActive"' in block.text()
+        assert 'error="ApprovalDenied"' in two.read_skill_tool("skill-0")
+    with pytest.raises(UsageError, match="closed"):
+        one.active()
+    assert host.servers()[0].state == "connected"  # closing a session closes no server
+    assert host.activate("skill-0").block.verified
+
+
+def test_closing_the_host_closes_its_sessions(tmp_path: Path) -> None:
+    with SyncSkillHost(approver=Approving()) as host:
+        host.connect(memory(build(tmp_path / "served")))
+        session = host.session(approver=Approving())
+        session.activate("skill-0")
+    with pytest.raises(UsageError, match="closed"):
+        session.catalog()
+    session.close()  # nothing left to close
 
 
 # --- closing ----------------------------------------------------------------------------

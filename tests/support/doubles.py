@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from skillward.trust.approvals import ActivationRequest, Decision
@@ -10,13 +11,18 @@ from skillward.trust.gates import CrossOriginRequest, ExecutionRequest
 
 @dataclass
 class Approving:
-    """An approver that says yes, and remembers what it was asked."""
+    """An approver that says yes (unless told otherwise), and remembers what it was asked."""
 
     asked: list[ActivationRequest] = field(default_factory=list)
+    answer: Decision = Decision.APPROVE
+    #: Called with each request as it is asked (to note what had happened by then).
+    on_ask: Callable[[ActivationRequest], None] | None = None
 
     async def decide(self, request: ActivationRequest) -> Decision:
         self.asked.append(request)
-        return Decision.APPROVE
+        if self.on_ask is not None:
+            self.on_ask(request)
+        return self.answer
 
 
 @dataclass

@@ -8,7 +8,7 @@ import pytest
 
 from skillward.core.context import ContextBlock, file_block
 from skillward.core.origins import Origin
-from skillward.host.skillhost import _off_loop
+from skillward.host._fetch import off_loop
 
 pytestmark = [pytest.mark.anyio, pytest.mark.threat("T21")]
 
@@ -22,7 +22,7 @@ async def build_on(data: bytes) -> tuple[int, ContextBlock]:
         threads.append(threading.get_ident())
         return file_block(**fields)  # type: ignore[arg-type]
 
-    block = await _off_loop(build)(
+    block = await off_loop(build)(
         origin=ACME, uri="skill://a/f", digest=None, data=data, verified=False
     )
     return threads[0], block

@@ -13,16 +13,16 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from skillward.host.skillhost import (
+    from skillward.host.skillhost import SkillHost
+    from skillward.host.sync import SyncSkillHost
+    from skillward.host.types import (
         TOOL_SCHEMAS,
         Activation,
         ContextSink,
         HostConfig,
         ServerStatus,
-        SkillHost,
         ToolStyle,
     )
-    from skillward.host.sync import SyncSkillHost
 
 __all__ = [
     "TOOL_SCHEMAS",
@@ -36,8 +36,9 @@ __all__ = [
 ]
 
 _WHERE = {
-    name: "skillward.host.sync" if name == "SyncSkillHost" else "skillward.host.skillhost"
-    for name in __all__
+    **dict.fromkeys(__all__, "skillward.host.types"),
+    "SkillHost": "skillward.host.skillhost",
+    "SyncSkillHost": "skillward.host.sync",
 }
 
 

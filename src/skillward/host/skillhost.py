@@ -36,127 +36,50 @@ What it guarantees:
 * **Recorded**: every decision is an audit event (:mod:`skillward.trust.audit`).
 * **Tagged**: everything returned for a model is a
   :class:`~skillward.core.context.ContextBlock` from the one exit point.
+
+:meth:`SkillHost.session` gives another model context over the same connections: its
+own acting window, approver, gates, sink and tools (a server that serves several
+clients from one set of upstream connections makes one per client).
+
+``SkillHost`` composes objects that each own one kind of state (``_shared``: the
+origins, their connections and the seams every session shares; ``_window``: one
+context's acting window; ``_activation``, ``_gates``, ``_reads``, ``_tools``: what
+one session does with them) and delegates to them.
 """
 
 from __future__ import annotations
 
-import copy
-import dataclasses
-import importlib
-import inspect
-import json
-import logging
-from collections.abc import Awaitable, Callable, Mapping
-from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, NoReturn, Self, TypeVar
+from typing import Any, Self
 
-import anyio
-import anyio.abc
-import anyio.to_thread
-
-from skillward.cache.seam import CacheKey, ContentCache, NoCache
+from skillward.cache.seam import ContentCache, NoCache
 from skillward.core.config import Limits
-from skillward.core.context import (
-    READ_RESOURCE_TOOL,
-    READ_SKILL_TOOL,
-    CatalogItem,
-    ContextBlock,
-    catalog_block,
-    directory_block,
-    error_block,
-    file_block,
-    resource_block,
-    skill_block,
+from skillward.core.context import CatalogItem, ContextBlock
+from skillward.core.errors import UsageError
+from skillward.core.registry import Collision, Declined, SkillRecord
+from skillward.edge._local import LocalSkillDir
+from skillward.edge.servers import ServerSpec
+from skillward.host._activation import Activator
+from skillward.host._gates import Gates, async_seam, check_rules
+from skillward.host._reads import Reads
+from skillward.host._shared import Shared
+from skillward.host._tools import Tools
+from skillward.host._window import ActingWindow
+from skillward.host.types import (
+    TOOL_SCHEMAS,
+    Activation,
+    ContextSink,
+    HostConfig,
+    ServerStatus,
+    ToolStyle,
 )
-from skillward.core.errors import (
-    AmbiguousName,
-    ApprovalDenied,
-    ApprovalRequired,
-    CapabilityMissing,
-    ConfigError,
-    CrossOriginDenied,
-    DeadlineExceeded,
-    ExecutionDenied,
-    FrontmatterError,
-    IntegrityError,
-    OriginError,
-    PolicyDenied,
-    ReactivationRequired,
-    ResponseTooLarge,
-    ServerDisconnected,
-    ServerRejected,
-    SizeMismatch,
-    SkillChanged,
-    SkillNotActive,
-    SkillNotFound,
-    SkillTooLarge,
-    SkillwardError,
-    TransportError,
-    UnknownServer,
-    UnlistedResource,
-    UnverifiableSkill,
-    UsageError,
-)
-from skillward.core.frontmatter import allowed_tools
-from skillward.core.labels import check_label
-from skillward.core.origins import Origin, SkillKey
-from skillward.core.registry import (
-    Collision,
-    Declined,
-    Registry,
-    SkillRecord,
-    parse_reference,
-    unknown_label,
-)
-from skillward.core.uris import ResourceUri, parse_uri, resolve_reference
-from skillward.core.verify import (
-    VerifiedFile,
-    manifest_item,
-    sha256_digest,
-    verify_file,
-    verify_skill_md,
-)
-from skillward.core.wire import ResourceItem, SkillEntry
-from skillward.edge._local import (
-    LocalSkillDir,
-    discover,
-    read_local_file,
-    read_skill_md,
-    skill_files,
-)
-from skillward.edge._process import Child, Reaper, spawn
-from skillward.edge.servers import ServerSpec, StdioTransport
-from skillward.trust.approvals import (
-    ActivationRequest,
-    Answer,
-    Approver,
-    Decision,
-    DenyAll,
-    Granting,
-    Grants,
-    content_hash,
-    entry_content,
-    grantable,
-    revoke_approval,
-)
-from skillward.trust.audit import AuditTrail, EventKind, GateKind, Outcome
-from skillward.trust.book import ApprovalBook
-from skillward.trust.gates import (
-    CrossOriginGate,
-    CrossOriginRequest,
-    DenyCrossOrigin,
-    DenyExecution,
-    ExecutionGate,
-    ExecutionRequest,
-)
-from skillward.trust.policy import EffectivePolicy, GrantKind, GrantMode, NoPolicy, Policy
+from skillward.trust.approvals import ActivationRequest, Approver, DenyAll
+from skillward.trust.audit import AuditTrail
+from skillward.trust.gates import CrossOriginGate, DenyCrossOrigin, DenyExecution, ExecutionGate
+from skillward.trust.policy import NoPolicy, Policy
 
-if TYPE_CHECKING:
-    from skillward.edge.client import SkillsClient
-
+# The host's values are defined in types.py; this module names them as it always has.
 __all__ = [
     "TOOL_SCHEMAS",
     "Activation",
@@ -167,288 +90,44 @@ __all__ = [
     "ToolStyle",
 ]
 
-logger = logging.getLogger("skillward")
-
-#: Content from this many bytes is neutralised in a worker thread (see _off_loop).
-_OFF_LOOP_BYTES = 256 * 1024
-
-
-def _off_loop(build: Callable[..., ContextBlock]) -> Callable[..., Awaitable[ContextBlock]]:
-    """``build``, run in a worker thread when the content is large: neutralising megabytes
-    is CPU work that would otherwise stall every task on the event loop."""
-
-    async def run(**fields: Any) -> ContextBlock:
-        if len(fields.get("data", fields.get("body", b""))) < _OFF_LOOP_BYTES:
-            return build(**fields)
-        return await anyio.to_thread.run_sync(lambda: build(**fields))
-
-    return run
-
-
-ContextSink = Callable[[ContextBlock], None]
-ToolStyle = Literal["mcp", "anthropic", "openai", "openai-responses"]
-_T = TypeVar("_T")
-
-#: JSON schemas of the two tools a host registers with its model (SEP-2640's sketch).
-TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
-    "read_skill": {
-        "name": "read_skill",
-        "description": "Load a skill's SKILL.md into context. Pass the skill reference "
-        "exactly as the skill catalog shows it.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {"name": {"type": "string", "description": "The skill reference"}},
-            "required": ["name"],
-        },
-    },
-    "read_resource": {
-        "name": "read_resource",
-        "description": "Read a file of a loaded skill, or another resource, from a connected "
-        "MCP server. Use the server label the skill's block names.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "server": {"type": "string", "description": "The server label"},
-                "uri": {"type": "string", "description": "The resource URI"},
-            },
-            "required": ["server", "uri"],
-        },
-    },
-}
-
-
-@dataclass(frozen=True, kw_only=True)
-class HostConfig:
-    """How a SkillHost behaves. Frozen: decide once, at construction."""
-
-    limits: Limits = field(default_factory=Limits)
-    #: Local skill directories to discover on entry (see ``default_local_dirs()``).
-    local_dirs: tuple[LocalSkillDir, ...] = ()
-    #: Load skills whose ``resources`` is "dynamic": their content cannot be verified.
-    unsafe_allow_dynamic: bool = False
-    #: Let the ``read_skill`` tool take ``LABEL:URI`` references the catalog does not show,
-    #: confirmed with ``skills/get`` on that server. Off: the model loads only catalog skills.
-    allow_uri_lookups: bool = False
-    #: The names of the host's own tools that execute code (a shell, an interpreter):
-    #: :meth:`SkillHost.handle_tool_call` gates them while an MCP skill is active.
-    execution_tools: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.limits, Limits):
-            raise ConfigError("HostConfig.limits must be a Limits")
-        object.__setattr__(self, "local_dirs", tuple(self.local_dirs))
-        for source in self.local_dirs:
-            if not isinstance(source, LocalSkillDir):
-                raise ConfigError("HostConfig.local_dirs takes LocalSkillDir values")
-        if isinstance(self.execution_tools, str):
-            raise ConfigError("HostConfig.execution_tools is a list of tool names, not one string")
-        object.__setattr__(self, "execution_tools", tuple(self.execution_tools))
-        for tool in self.execution_tools:
-            if not isinstance(tool, str) or not tool:
-                raise ConfigError("HostConfig.execution_tools takes non-empty tool names")
-            if tool in TOOL_SCHEMAS:
-                raise ConfigError(f"{tool!r} is skillward's own tool, not a code-execution tool")
-
-
-@dataclass(frozen=True, slots=True)
-class Activation:
-    """An activated skill: the entry it was verified against, held while acting on it.
-
-    ``ended`` is set when the skill's content failed verification after it was loaded:
-    the activation stays in the acting window (its gates apply) but nothing more is
-    served under it until it is loaded again.
-    """
-
-    record: SkillRecord
-    block: ContextBlock
-    #: The pinned entry (MCP skills); every later read is checked against it.
-    entry: SkillEntry | None = None
-    #: Why nothing more is served under this activation, if that is so.
-    ended: SkillwardError | None = None
-    #: The tools the frontmatter's ``allowed-tools`` requests (a request, not a grant).
-    requested_tools: tuple[str, ...] = ()
-    #: The tools to give the model while it acts on this skill. For an MCP skill, only
-    #: those the person granted for this skill under its current content (empty by
-    #: default); for a local skill, its ``allowed-tools`` unchanged (the host's rules).
-    granted_tools: tuple[str, ...] = ()
-    #: ``approvals.content_hash`` of the pinned entry, computed once for the audit trail.
-    content_hash: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ServerStatus:
-    """A connected (or once connected) server, as a person or a UI should see it."""
-
-    label: str
-    #: How it is reached (URL or command line); never header values.
-    target: str
-    state: Literal["connected", "disconnected"]
-    #: Why it is disconnected, when it is.
-    error: SkillwardError | None
-    #: Whether it declares the skills extension (a server without it offers no skills).
-    skills: bool
-    #: Why it offers no skills, when it does not.
-    note: str | None
-    #: ``serverInfo.name`` as the server reported it: unverified, never an identity.
-    reported_name: str | None
-
-
-@dataclass(eq=False)
-class _Connection:
-    """One server's connection, run in a task of its own."""
-
-    spec: ServerSpec
-    client: SkillsClient | None = None
-    skills: bool = True
-    note: str | None = None
-    reported_name: str | None = None
-    #: Why the connection ended, once it has (and was not closed by the host).
-    error: SkillwardError | None = None
-    ready: anyio.Event = field(default_factory=anyio.Event)
-    stop: anyio.Event = field(default_factory=anyio.Event)
-    done: anyio.Event = field(default_factory=anyio.Event)
-    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
-    inflight: set[anyio.CancelScope] = field(default_factory=set)
-    lock: anyio.Lock = field(default_factory=anyio.Lock)
-
-    @property
-    def label(self) -> str:
-        return self.spec.label
-
-    @property
-    def alive(self) -> bool:
-        return self.client is not None and not self.done.is_set()
-
-
-def _depth(entry: SkillEntry) -> int:
-    return len(entry.root.segments)
-
-
-def _describe_change(old: SkillEntry, new: SkillEntry) -> str:
-    before, after = old.manifest, new.manifest
-    rotated = sum(
-        1 for uri in before.keys() & after.keys() if before[uri].digest != after[uri].digest
-    )
-    added = len(after.keys() - before.keys())
-    removed = len(before.keys() - after.keys())
-    parts = [
-        f"{n} {what}"
-        for n, what in ((rotated, "changed"), (added, "added"), (removed, "removed"))
-        if n
+#: What a host is built with, which its objects hold: not to be replaced afterwards.
+_CHOSEN = frozenset(
+    [
+        "config",
+        "policy",
+        "approver",
+        "cross_origin",
+        "execution",
+        "cache",
+        "audit",
+        "registry",
+        "notes",
     ]
-    if old.is_dynamic != new.is_dynamic:
-        parts.append("now dynamic" if new.is_dynamic else "no longer dynamic")
-    if not parts and old.frontmatter != new.frontmatter:
-        parts.append("frontmatter changed")
+)
+
+
+def _seams(
+    policy: Policy,
+    approver: Approver | None,
+    cross_origin: CrossOriginGate | None,
+    execution: ExecutionGate | None,
+) -> tuple[Approver, CrossOriginGate, ExecutionGate]:
+    """A session's approver and gates, each checked (deny by default)."""
+    check_rules(policy, approver)
     return (
-        "the skill changed since it was loaded ("
-        + (", ".join(parts) or "entry changed")
-        + " files)"
+        async_seam(approver or DenyAll(), "approver"),
+        async_seam(cross_origin or DenyCrossOrigin(), "cross_origin"),
+        async_seam(execution or DenyExecution(), "execution"),
     )
-
-
-_Seam = TypeVar("_Seam")
-
-
-def _async_seam(seam: _Seam, name: str) -> _Seam:
-    """Refuse, at construction, a seam whose ``decide`` is not a coroutine function."""
-    decide = getattr(seam, "decide", None)
-    if not inspect.iscoroutinefunction(decide):
-        raise TypeError(
-            f"SkillHost({name}=...) needs an object with `async def decide(request)`; "
-            f"{type(seam).__name__}.decide is not a coroutine function"
-        )
-    return seam
-
-
-def _check_rules(policy: Policy, approver: Approver | None) -> None:
-    """Refuse a book built without the policy's rules: it would remember longer, and
-    honour older records, than the policy allows, without a word."""
-    if not isinstance(policy, EffectivePolicy) or not isinstance(approver, ApprovalBook):
-        return  # a host's own policy or approver applies its own rules
-    if approver.rules.version != policy.version:
-        raise ConfigError(
-            "the ApprovalBook was not built with this policy's approval rules, so "
-            "approvals.persist, approvals.max_age_days, keyring.require_recommended and "
-            "lockdown would not apply to it; pass rules=policy.approval_rules(store)",
-            hint="Build the book with ApprovalBook(prompter, store=store, "
-            "rules=policy.approval_rules(store)) from the policy given to the host.",
-        )
-
-
-def _decision(answer: object, who: object) -> Decision:
-    """A seam's answer, which must be a Decision: anything else is a bug, not a denial."""
-    if not isinstance(answer, Decision):
-        raise TypeError(
-            f"{type(who).__name__}.decide returned {type(answer).__name__}, not a Decision"
-        )
-    return answer
-
-
-#: The module that speaks to servers. It imports ``mcp``: most of a cold start.
-_CLIENT_EDGE = "skillward.edge.client"
-
-
-async def _import_client_edge() -> None:
-    """Import the client edge in a worker thread, so the event loop goes on meanwhile (a
-    stdio server's process, started first, starts up alongside) and a deadline still
-    applies. Once it is imported, this costs a trip to the thread and back."""
-    await anyio.to_thread.run_sync(importlib.import_module, _CLIENT_EDGE, abandon_on_cancel=True)
-
-
-def _connection_error(error: BaseException, spec: ServerSpec) -> SkillwardError:
-    """Why a connection ended, as a SkillwardError naming the server (secrets cleaned).
-    The client edge is imported by then (see :func:`_why_ended`)."""
-    from skillward.edge.client import translate  # noqa: PLC0415  (imported by the connection)
-
-    return translate(error, server=spec.label, secrets=spec.secret_values(), ended=True)
-
-
-async def _why_ended(error: BaseException, spec: ServerSpec) -> SkillwardError:
-    """:func:`_connection_error`, the client edge imported first: a stdio server's process
-    can fail to start before it is. If it cannot be imported, that is why."""
-    try:
-        await _import_client_edge()
-    except Exception as broken:
-        failed = TransportError(
-            f"cannot load the MCP client: {type(broken).__name__}: {str(broken)[:300]}",
-            server=spec.label,
-            hint="The MCP SDK (the mcp package) could not be imported: reinstall skillward.",
-        )
-        failed.__cause__ = broken
-        return failed
-    return _connection_error(error, spec)
-
-
-def _tool_arguments(arguments: object) -> Mapping[str, Any]:
-    """A tool call's arguments: a mapping, a JSON object string, or nothing."""
-    if arguments is None:
-        return {}
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except (ValueError, RecursionError):  # the model may nest its arguments without end
-            raise UsageError("the tool arguments are not a JSON object") from None
-    if not isinstance(arguments, Mapping):
-        raise UsageError("the tool arguments are not a JSON object")
-    return arguments
-
-
-def _command(arguments: Mapping[str, Any]) -> str:
-    """A code-execution call's arguments as one line for the person asked (untrusted)."""
-    try:
-        text = json.dumps(dict(arguments), ensure_ascii=False, sort_keys=True, default=repr)
-    except (TypeError, ValueError):
-        text = repr(dict(arguments))
-    return text[:4000]
 
 
 class SkillHost:
     """The embeddable, async API. See the module docstring for the guarantees.
 
     Use it as an async context manager: connections run in tasks it owns. Calls may
-    be made concurrently; calls that touch the same server run one at a time, in the
-    order they were made, so a read issued after an activation sees that activation.
+    be made concurrently; within a session, calls that touch the same server run one
+    at a time, in the order they were made, so a read issued after an activation sees
+    that activation. :meth:`session` gives another context over the same connections.
     """
 
     def __init__(
@@ -463,36 +142,76 @@ class SkillHost:
         sink: ContextSink | None = None,
         audit: AuditTrail | None = None,
     ) -> None:
-        self.policy: Policy = policy or NoPolicy()
-        config = config or HostConfig()
-        # The policy's limits apply to the host's, and reach the cache below; a cache the
-        # policy turns off keeps nothing.
-        self.config = dataclasses.replace(config, limits=self.policy.limits(config.limits))
-        _check_rules(self.policy, approver)
-        self.approver: Approver = _async_seam(approver or DenyAll(), "approver")
-        self.cross_origin: CrossOriginGate = _async_seam(
-            cross_origin or DenyCrossOrigin(), "cross_origin"
+        policy = policy or NoPolicy()
+        seams = _seams(policy, approver, cross_origin, execution)
+        shared = Shared(
+            config=config or HostConfig(), policy=policy, cache=cache or NoCache(), audit=audit
         )
-        self.execution: ExecutionGate = _async_seam(execution or DenyExecution(), "execution")
-        self.cache: ContentCache = cache or NoCache()
+        self._compose(shared, *seams, sink=sink, owner=True)
+
+    def _compose(
+        self,
+        shared: Shared,
+        approver: Approver,
+        cross_origin: CrossOriginGate,
+        execution: ExecutionGate,
+        *,
+        sink: ContextSink | None,
+        owner: bool,
+    ) -> None:
+        """Build this session's objects over ``shared`` (``owner``: the host that opens
+        and closes the connections)."""
+        self.approver, self.cross_origin, self.execution = approver, cross_origin, execution
+        self.policy: Policy = shared.policy
+        self.config: HostConfig = shared.config
+        self.cache: ContentCache = shared.cache
         #: Where every decision is recorded (the ``skillward.audit`` logger by default).
-        self.audit = audit or AuditTrail(limits=self.config.limits)
-        if not self.policy.cache_allowed():
-            self.cache = NoCache()
-        self.cache.narrow(self.config.limits)
-        self.registry = Registry()
-        self.notes: list[str] = []
-        self._sink = sink
-        self._connections: dict[str, _Connection] = {}
-        self._windows: dict[SkillKey, Activation] = {}
-        # MCP origins whose text has reached the model since the context was last reset.
-        self._in_context: set[str] = set()
-        # Bytes retrieved so far per dynamic skill: nothing else bounds them.
-        self._dynamic_spent: dict[SkillKey, int] = {}
-        self._local_locks: dict[str, anyio.Lock] = {}
-        self._stack: AsyncExitStack | None = None
-        self._tasks: anyio.abc.TaskGroup | None = None
-        self._reaper: Reaper | None = None
+        self.audit: AuditTrail = shared.audit
+        self.registry = shared.registry
+        self.notes = shared.notes
+        self._shared, self._owner = shared, owner
+        self._window = window = ActingWindow(sink)
+        self._activator = Activator(shared, window, approver)
+        self._gates = Gates(
+            shared, window, approver=approver, cross_origin=cross_origin, execution=execution
+        )
+        self._reads = Reads(shared, window, self._activator, self._gates)
+        self._tools = Tools(shared, window, self._activator, self._reads, self._gates)
+        shared.join(window, approver)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        # The objects this host composed were given these: another value would not reach them.
+        if name in _CHOSEN and name in self.__dict__:
+            raise UsageError(
+                f"SkillHost.{name} is chosen when the host is built",
+                hint="Build the host with the one you need, or host.session(...) for "
+                "another approver, gates and sink over the same connections.",
+            )
+        object.__setattr__(self, name, value)
+
+    def session(
+        self,
+        *,
+        approver: Approver | None = None,
+        cross_origin: CrossOriginGate | None = None,
+        execution: ExecutionGate | None = None,
+        sink: ContextSink | None = None,
+    ) -> SkillHost:
+        """Another model context over this host's connections, open at once.
+
+        It has its own acting window, origins in context, approver, gates (each deny
+        by default, as a new host's), sink and model tools; it shares the
+        connections, the registry, the cache, the policy and the audit trail.
+        Connecting, disconnecting or refreshing a server through any session does so
+        for all. Closing it (``aclose()``, or leaving ``async with``) ends its window
+        only; closing the host closes every session.
+        """
+        self._shared.connections.require_open()
+        self._window.check_open()
+        seams = _seams(self.policy, approver, cross_origin, execution)
+        session = object.__new__(type(self))
+        session._compose(self._shared, *seams, sink=sink, owner=False)
+        return session
 
     @property
     def limits(self) -> Limits:
@@ -501,18 +220,12 @@ class SkillHost:
     # --- lifecycle --------------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
-        if self._stack is not None:
+        if not self._owner:
+            self._window.check_open()  # a session is open from the start
+            return self
+        if self._shared.connections.is_open:
             raise UsageError("this SkillHost is already open")
-        stack = AsyncExitStack()
-        self._tasks = await stack.enter_async_context(anyio.create_task_group())
-        self._reaper = Reaper(self._tasks)
-        self._stack = stack
-        try:
-            for source in self.config.local_dirs:
-                self.add_local_dir(source)
-        except BaseException:
-            await self.aclose()
-            raise
+        await self._shared.open()
         return self
 
     async def __aexit__(
@@ -527,22 +240,16 @@ class SkillHost:
         """Disconnect every server (in reverse order of connection), then wait for their
         processes to be stopped: each stdio server still gets ``Limits.exit_timeout`` to
         exit after its stdin closes, but one already sent SIGTERM is killed at once. Never
-        raises for a server that already died."""
-        for label in reversed(list(self._connections)):
-            await self.disconnect(label)
-        if self._reaper is not None:
-            self._reaper.hurry()
-        stack, self._stack, self._tasks, self._reaper = self._stack, None, None, None
-        if stack is not None:
-            await stack.aclose()
+        raises for a server that already died. Every session over it is closed too.
 
-    def _task_group(self) -> anyio.abc.TaskGroup:
-        if self._tasks is None:
-            raise UsageError(
-                "open the host first: use `async with SkillHost(...) as host:`",
-                hint="Connections run in tasks the host owns while it is open.",
-            )
-        return self._tasks
+        A session's ``aclose()`` closes its acting window only: the connections, and
+        the other sessions, stay as they are."""
+        if not self._owner:
+            self._window.shut()
+            self._shared.leave(self._window)
+            return
+        await self._shared.aclose()
+        self._shared.close_sessions(keep=self._window)
 
     async def connect(self, spec: ServerSpec) -> None:
         """Connect ``spec`` and list its skills. Reads no resource.
@@ -550,42 +257,7 @@ class SkillHost:
         The handshake is bounded by ``Limits.operation_timeout``, and so is the
         listing. On failure the server is not added and the error says why.
         """
-        tasks = self._task_group()
-        label = check_label(spec.label)
-        self._check_server(spec)
-        if label in self._connections or any(o.label == label for o in self.registry.origins()):
-            raise ConfigError(f"label {label!r} is already in use; labels are unique per host")
-        connection = _Connection(spec)
-        self._connections[label] = connection
-        try:
-            await self._open(tasks, connection)
-            await self._list(connection)
-        except BaseException:
-            self._connections.pop(label, None)
-            self.registry.remove_origin(label)
-            self._abandon(connection)
-            raise
-        logger.info(
-            "connected %s (%s): %d skills, %d declined",
-            label,
-            spec.describe(),
-            sum(1 for r in self.registry.records() if r.origin.label == label),
-            sum(1 for d in self.registry.declined() if d.origin.label == label),
-        )
-
-    def _check_server(self, spec: ServerSpec) -> None:
-        """The policy's word on connecting ``spec``, every time it is connected."""
-        try:
-            self.policy.check_server(spec)
-        except PolicyDenied:
-            self.audit.record(
-                "policy_denial",
-                "denied",
-                label=spec.label,
-                identity=spec.identity,
-                reason="the administrator's policy does not allow this server",
-            )
-            raise
+        await self._shared.connect(spec)
 
     async def reconnect(self, label: str) -> None:
         """Connect a server again under its label (for example after it died), and list it.
@@ -593,265 +265,50 @@ class SkillHost:
         The skills in the acting window stay there: their pinned entries still decide
         what is read under them.
         """
-        tasks = self._task_group()
-        old = self._connections.get(label)
-        if old is None:
-            raise UnknownServer(f"no server was connected as {label!r}")
-        self._check_server(old.spec)
-        await self._end(old)
-        connection = _Connection(old.spec)
-        self._connections[label] = connection
-        try:
-            await self._open(tasks, connection)
-            await self._list(connection)
-        except SkillwardError as error:
-            connection.error = connection.error or error
-            self._abandon(connection)
-            raise
-        logger.info("reconnected %s", label)
-
-    @staticmethod
-    def _abandon(connection: _Connection) -> None:
-        """End a connection that failed to open: politely once connected, else at once."""
-        if connection.client is not None:
-            connection.stop.set()
-        else:
-            connection.scope.cancel()
-
-    async def _open(self, tasks: anyio.abc.TaskGroup, connection: _Connection) -> None:
-        """Start the connection's task and wait, within one deadline, for its handshake."""
-        tasks.start_soon(self._run_connection, connection, name=f"skillward:{connection.label}")
-        timeout = self.limits.operation_timeout
-        with anyio.move_on_after(timeout):
-            await connection.ready.wait()
-        if not connection.ready.is_set():
-            connection.scope.cancel()
-            raise DeadlineExceeded(
-                f"the server did not complete the handshake within {timeout:g} s",
-                server=connection.label,
-            )
-        if connection.error is not None:
-            raise connection.error
-        assert connection.client is not None
-
-    async def _run_connection(self, connection: _Connection) -> None:
-        """The connection's task: it owns the SDK session, from handshake to close."""
-        label = connection.label
-        child: Child | None = None
-        try:
-            with connection.scope:
-                try:
-                    child = await self._spawn(connection.spec)
-                    await _import_client_edge()
-                    from skillward.edge.client import SkillsClient  # noqa: PLC0415  (imported above)
-
-                    async with SkillsClient.connect(
-                        connection.spec, limits=self.limits, reaper=self._reaper, child=child
-                    ) as client:
-                        connection.client = client
-                        connection.reported_name = client.server_name
-                        connection.ready.set()
-                        await connection.stop.wait()
-                finally:
-                    if child is not None:
-                        # Stopped at once, unless its session already let it go politely.
-                        child.release(polite=False)
-        except Exception as error:  # a dying server is reported, never raised
-            connection.error = await _why_ended(error, connection.spec)
-        except BaseExceptionGroup as group:
-            cancelled = anyio.get_cancelled_exc_class()
-            rest = group.split(cancelled)[1]
-            if rest is None or rest.split(Exception)[1] is not None:
-                raise
-            connection.error = await _why_ended(rest, connection.spec)
-        finally:
-            if connection.error is None and not connection.stop.is_set():
-                connection.error = ServerDisconnected("the connection closed", server=label)
-            if connection.error is not None and connection.ready.is_set():
-                logger.info("server %s disconnected: %s", label, connection.error.message)
-            for scope in list(connection.inflight):
-                scope.cancel()
-            connection.done.set()
-            connection.ready.set()
-
-    async def _spawn(self, spec: ServerSpec) -> Child | None:
-        """Start a stdio server's process, before the client edge is imported: the server
-        starts up (its own import of the SDK, mostly) while this process imports it."""
-        transport = spec.transport
-        if not isinstance(transport, StdioTransport):
-            return None
-        assert self._reaper is not None
-        return await spawn(spec, transport, limits=self.limits, reaper=self._reaper)
-
-    async def _call(
-        self,
-        connection: _Connection,
-        operation: Callable[[SkillsClient], Awaitable[_T]],
-        *,
-        uri: str | None = None,
-    ) -> _T:
-        """Run one client operation; a connection that dies meanwhile ends it cleanly."""
-        client = connection.client
-        if client is None or not connection.alive:
-            raise self._disconnected(connection, uri)
-        scope = anyio.CancelScope()
-        connection.inflight.add(scope)
-        try:
-            with scope:
-                try:
-                    return await operation(client)
-                except OriginError:
-                    if client.ended is not None:
-                        # The transport refused what the server sent and ended the
-                        # connection: the caller hears why; later calls, that it is gone.
-                        self._lost(connection, client.ended)
-                    raise
-                except ServerDisconnected as error:
-                    # The session noticed the connection is gone: end it, for every caller.
-                    self._lost(connection, error)
-                    raise self._disconnected(connection, uri) from None
-                except TransportError:
-                    if connection.done.is_set():
-                        raise self._disconnected(connection, uri) from None
-                    raise
-        finally:
-            connection.inflight.discard(scope)
-        raise self._disconnected(connection, uri)
-
-    @staticmethod
-    def _lost(connection: _Connection, error: SkillwardError) -> None:
-        if connection.error is None:
-            connection.error = error
-        connection.stop.set()
-
-    def _disconnected(self, connection: _Connection, uri: str | None) -> ServerDisconnected:
-        reason = connection.error.message if connection.error is not None else "it was closed"
-        return ServerDisconnected(
-            f"the server is disconnected ({reason})", server=connection.label, uri=uri
-        )
-
-    async def _list(self, connection: _Connection) -> None:
-        assert connection.client is not None
-        origin = Origin("mcp", connection.label, connection.reported_name)
-        try:
-            listing = await self._call(connection, lambda c: c.list_skills())
-        except CapabilityMissing as missing:
-            connection.skills = False
-            connection.note = missing.message
-            self.registry.set_origin(origin, [])
-            return
-        records = [SkillRecord.from_entry(origin, entry) for entry in listing.entries]
-        declined = [Declined(origin, error) for error in listing.rejected]
-        for refused in declined:
-            logger.info("declined an entry of %s: %s", connection.label, refused.error)
-        self.registry.set_origin(origin, records, declined)
+        await self._shared.reconnect(label)
 
     async def refresh(self, label: str) -> None:
         """List ``label``'s skills again (the catalog only; reads nothing)."""
-        connection = self._connection(label)
-        async with connection.lock:
-            await self._list(connection)
+        connection = self._shared.connection(label)
+        async with self._window.lock(label):
+            await self._shared.relist(connection)
 
     async def disconnect(self, label: str) -> None:
         """Close the connection, forget the server's skills, and end their acting windows.
 
         Returns once the session is closed (within ``Limits.exit_timeout``); a stdio
         server's process is stopped afterwards, in a task of the host's own."""
-        connection = self._connections.pop(label, None)
-        self.registry.remove_origin(label)
-        for key in [k for k in self._windows if k.origin == label]:
-            self._close(key)
-        if connection is not None:
-            await self._end(connection)
-
-    async def _end(self, connection: _Connection) -> None:
-        """Close ``connection``'s session, within ``Limits.exit_timeout``: past that it is
-        cut off. Never waits for a stdio server's process, which is stopped in a task of
-        the host's own."""
-        connection.stop.set()
-        with anyio.CancelScope(shield=True):
-            with anyio.move_on_after(self.limits.exit_timeout):
-                await connection.done.wait()
-            if not connection.done.is_set():
-                connection.scope.cancel()
-                await connection.done.wait()
+        await self._shared.disconnect(label)
 
     async def forget_server(self, label: str) -> None:
         """Remove a server from this host: disconnect it and purge what the cache keeps of it."""
-        check_label(label)
-        if any(o.label == label and not o.is_mcp for o in self.registry.origins()):
-            raise ConfigError(f"label {label!r} is a local skill directory, not a server")
-        await self.disconnect(label)
-        await anyio.to_thread.run_sync(self.cache.forget, label)
+        await self._shared.forget_server(label)
 
     def add_local_dir(self, source: LocalSkillDir) -> None:
         """Discover the skills under ``source`` as a local origin labelled ``source.label``."""
-        check_label(source.label)
-        if source.label in self._connections:
-            raise ConfigError(f"label {source.label!r} is already used by a server")
-        # A cache inside or around a discovery path turns itself off before anything is kept.
-        self.cache.isolate_from(source.path)
-        origin, records, declined, notes = discover(source, limits=self.limits)
-        self.registry.set_origin(origin, records, declined)
-        self.notes.extend(notes)
-
-    def _connection(self, label: str) -> _Connection:
-        connection = self._connections.get(label)
-        if connection is None:
-            known = self.registry.origins()
-            if any(o.label == label and not o.is_mcp for o in known):
-                raise UnknownServer(
-                    f"{label!r} is a local skill directory, not a server", local=True
-                )
-            raise unknown_label(
-                label, self._connections, f"no connected server is labelled {label!r}"
-            )
-        return connection
+        self._shared.add_local_dir(source)
 
     async def wait_disconnected(self, label: str) -> ServerStatus:
         """Wait until ``label``'s connection ends (the server died, or it was closed),
         and return its status, which says why."""
-        connection = self._connection(label)
+        connection = self._shared.connection(label)
         await connection.done.wait()
-        return self._status(connection)
-
-    def _status(self, connection: _Connection) -> ServerStatus:
-        alive = connection.alive
-        return ServerStatus(
-            label=connection.label,
-            target=connection.spec.describe(),
-            state="connected" if alive else "disconnected",
-            error=None if alive else (connection.error or self._disconnected(connection, None)),
-            skills=connection.skills,
-            note=connection.note,
-            reported_name=connection.reported_name,
-        )
+        return self._shared.connections.status(connection)
 
     def servers(self) -> list[ServerStatus]:
         """Every server connected to this host, connected or not, in connection order."""
-        return [self._status(c) for c in self._connections.values()]
+        return self._shared.connections.statuses()
 
     # --- what people and models see -----------------------------------------------------
 
     def catalog(self) -> list[CatalogItem]:
         """The skills the model may load. Their origins count as being in the model's
         context from now on (for the cross-origin rule), until :meth:`deactivate_all`."""
-        items = [
-            CatalogItem(
-                ref=self.registry.display_ref(record),
-                name=record.name,
-                description=record.description,
-                origin=record.origin,
-            )
-            for record in self.registry.records()
-            if record.listed
-        ]
-        self._in_context.update(item.origin.label for item in items if item.origin.is_mcp)
-        return items
+        return self._tools.catalog()
 
     def catalog_block(self) -> ContextBlock:
         """The catalog for the model's context (omit it when ``catalog()`` is empty)."""
-        return self._emit(catalog_block(self.catalog()))
+        return self._tools.catalog_block()
 
     def collisions(self) -> list[Collision]:
         return self.registry.collisions()
@@ -861,18 +318,11 @@ class SkillHost:
 
     def server_note(self, label: str) -> str | None:
         """Why a connected server offers no skills, if it does not."""
-        return self._connection(label).note
+        return self._shared.connection(label).note
 
     def active(self) -> list[Activation]:
         """Every activation in the acting window, including those whose content ended."""
-        return list(self._windows.values())
-
-    def _emit(self, block: ContextBlock) -> ContextBlock:
-        origins = [block.origin, *(item.origin for item in block.items)]
-        self._in_context.update(o.label for o in origins if o is not None and o.is_mcp)
-        if self._sink is not None:
-            self._sink(block)
-        return block
+        return self._window.active()
 
     # --- resolution ------------------------------------------------------------------
 
@@ -883,50 +333,7 @@ class SkillHost:
     async def lookup(self, reference: str) -> SkillRecord:
         """Like :meth:`resolve`, but a ``LABEL:URI`` no listing mentioned is confirmed with
         ``skills/get`` on that server (and only that server)."""
-        ref = parse_reference(reference)
-        try:
-            return self.registry.resolve(ref)
-        except SkillNotFound:
-            if ref.kind != "uri":
-                raise
-            if ref.label is None:
-                raise SkillNotFound(
-                    f"no listed skill has the URI {ref.value!r}; qualify it with the label of "
-                    "the server it came from (LABEL:URI)"
-                ) from None
-        connection = self._connection(ref.label)
-        entry = await self._get_skill(connection, ref.value)
-        record = SkillRecord.from_entry(self.registry.origin(ref.label), entry, listed=False)
-        self.registry.put(record)
-        return record
-
-    async def _get_skill(self, connection: _Connection, uri: str) -> SkillEntry:
-        try:
-            return await self._call(connection, lambda c: c.get_skill(uri), uri=uri)
-        except ServerRejected as rejected:
-            if rejected.code == -32602:  # SEP-2640: the URI identifies no skill it serves
-                raise SkillNotFound(
-                    "the server serves no skill at this URI", server=connection.label, uri=uri
-                ) from None
-            raise
-
-    def _enclosing(self, record: SkillRecord) -> tuple[SkillKey, ...]:
-        entry = record.entry
-        if entry is None:
-            return ()
-        enclosing = []
-        for other in self.registry.records():
-            if other.origin.label != record.origin.label or other.entry is None:
-                continue
-            root = other.entry.root
-            if other.key != record.key and entry.skill_md.is_within(root):
-                enclosing.append(other.key)
-        return tuple(enclosing)
-
-    def _lock(self, record: SkillRecord) -> anyio.Lock:
-        if record.origin.is_mcp:
-            return self._connection(record.origin.label).lock
-        return self._local_locks.setdefault(record.origin.label, anyio.Lock())
+        return await self._shared.lookup(reference)
 
     # --- activation (read_skill) -----------------------------------------------------
 
@@ -936,32 +343,9 @@ class SkillHost:
         Raises PolicyDenied (and records it) if the policy refuses the skill: there is
         nothing to review then.
         """
-        request = self._approval_request(await self.lookup(reference))
-        self._check_policy(request)
+        request = self._shared.approval_request(await self.lookup(reference))
+        self._shared.check_policy(request)
         return request
-
-    def _approval_request(self, record: SkillRecord) -> ActivationRequest:
-        identity = None
-        if record.origin.is_mcp:
-            identity = self._connection(record.origin.label).spec.identity
-        qualified = self.registry.qualified_ref(record)
-        collisions = tuple(
-            c.message
-            for c in self.registry.collisions()
-            if qualified in c.members or record.origin.label in c.members
-        )
-
-        async def view() -> str:
-            return await self._view_skill_md(record)
-
-        return ActivationRequest(
-            record,
-            nested_in=self._enclosing(record),
-            identity=identity,
-            collisions=collisions,
-            tools_grantable=self._grant_mode("allowed_tools") == "prompt",
-            viewer=view,
-        )
 
     async def view_skill_md(self, record: SkillRecord) -> str:
         """SKILL.md, verified against the entry, for the person deciding on an approval.
@@ -969,137 +353,13 @@ class SkillHost:
         Never handed to the sink or the model, and it opens no acting window. Raises
         PolicyDenied, fetching nothing, if the policy refuses the skill.
         """
-        self._check_policy(self._approval_request(record))
-        return await self._view_skill_md(record)
-
-    async def _view_skill_md(self, record: SkillRecord) -> str:
-        if not record.origin.is_mcp:
-            assert record.directory is not None
-            data, _ = read_skill_md(
-                Path(record.directory), limits=self.limits, label=record.origin.label
-            )
-            return data.decode("utf-8", errors="replace")
-        entry = record.entry
-        assert entry is not None
-        label = record.origin.label
-        connection = self._connection(label)
-        item = entry.manifest.get(entry.uri)
-        key = self._cache_key(connection, entry.uri, item) if item is not None else None
-        data = await self._fetch(connection, entry.uri, key)
-        verified = verify_skill_md(entry, data, server=label, limits=self.limits)
-        return verified.file.data.decode("utf-8", errors="replace")
+        return await self._shared.view_skill_md(record)
 
     async def activate(self, reference: str) -> Activation:
         """Load a skill: ask the approver, fetch SKILL.md, verify it, and tag it."""
         record = await self.lookup(reference)
-        async with self._lock(record):
-            return await self._activate(record)
-
-    async def _activate(self, record: SkillRecord) -> Activation:
-        self._check_dynamic(record)
-        request = self._approval_request(record)
-        # Policy first: no approval overrides what an administrator forbids.
-        self._check_policy(request)
-        pin = self.policy.pin_for(request)
-        if pin is not None:
-            # An administrator reviewed exactly this content from this server: no prompt.
-            logger.info(
-                "%s:%s is pinned in %s", record.origin.label, record.key.locator, pin.source
-            )
-            tools = request.requested_tools if pin.grant_tools else ()
-            answer = Answer(Decision.APPROVE, grants=Grants(tools=tools), held=True)
-        else:
-            try:
-                answer = await self._consent(request)
-            except ApprovalRequired as unanswered:  # nobody could be asked (no terminal)
-                reason = f"not approved: {type(unanswered).__name__}"
-                self._record("denial", "denied", record, reason=reason, gate="activation")
-                raise
-        if answer.decision is not Decision.APPROVE:
-            logger.info("activation of %s:%s declined", record.origin.label, record.key.locator)
-            self._record("denial", "denied", record, reason="not approved", gate="activation")
-            raise ApprovalDenied(
-                f"loading skill {self.registry.qualified_ref(record)!r} was not approved",
-                server=record.origin.label,
-                uri=record.key.locator,
-                local=not record.origin.is_mcp,
-            )
-        granted = self._granted_tools(request, answer, pinned=pin is not None)
-        if record.origin.is_mcp:
-            activation = await self._activate_mcp(record)
-            activation = dataclasses.replace(
-                activation, requested_tools=request.requested_tools, granted_tools=granted
-            )
-        else:
-            activation = self._activate_local(record)
-        self._windows[record.key] = activation
-        self._emit(activation.block)
-        logger.info("activated %s:%s", record.origin.label, record.key.locator)
-        return activation
-
-    def _check_policy(self, request: ActivationRequest) -> None:
-        """The policy's word on loading, reviewing or reading from ``request``'s skill:
-        a refusal is recorded, then raised."""
-        try:
-            self.policy.check_activation(request)
-        except PolicyDenied:
-            self._record(
-                "policy_denial",
-                "denied",
-                request.record,
-                reason="the administrator's policy does not allow this skill",
-                gate="activation",
-            )
-            raise
-
-    async def _consent(self, request: ActivationRequest) -> Answer:
-        """The approver's answer: with the grants it holds, if it is :class:`Granting`."""
-        approver = self.approver
-        if isinstance(approver, Granting):
-            answer = await approver.consent(request)
-            if not isinstance(answer, Answer):
-                raise TypeError(
-                    f"{type(approver).__name__}.consent returned {type(answer).__name__}, "
-                    "not an Answer"
-                )
-        else:
-            answer = Answer(_decision(await approver.decide(request), approver))
-        return answer
-
-    def _granted_tools(
-        self, request: ActivationRequest, answer: Answer, *, pinned: bool = False
-    ) -> tuple[str, ...]:
-        """Record the approval, and which of the requested tools it grants (MCP skills)."""
-        record = request.record
-        how = "a recorded approval" if answer.held else "approved when asked"
-        if pinned:
-            how = "pinned by the administrator's policy"
-        self._record(
-            "approval", "approved", record, reason=how, gate="activation", scope=answer.scope.value
-        )
-        if not record.origin.is_mcp:
-            return ()  # a local skill's tools are the host's own rules (see Activation)
-        requested = request.requested_tools
-        if requested and not request.tools_grantable:
-            self._record(
-                "policy_denial",
-                "denied",
-                record,
-                reason="the administrator's policy forbids granting requested tools",
-                gate="allowed_tools",
-            )
-            return ()
-        granted = grantable(request, answer.grants).tools
-        if granted and not answer.held:
-            self._record(
-                "grant",
-                "granted",
-                record,
-                reason=f"{len(granted)} of {len(requested)} requested tools granted",
-                gate="allowed_tools",
-                scope=answer.scope.value,
-            )
-        return granted
+        async with self._activator.lock(record):
+            return await self._activator.activate(record)
 
     def granted_tools(self) -> tuple[str, ...]:
         """The tools to give the model now: those granted by the skills it is acting on.
@@ -1107,128 +367,11 @@ class SkillHost:
         An activation whose content ended (it failed verification) grants nothing
         more, though its gates still apply.
         """
-        tools = (
-            tool
-            for activation in self._windows.values()
-            if activation.ended is None
-            for tool in activation.granted_tools
-        )
-        return tuple(dict.fromkeys(tools))
-
-    def _grant_mode(self, kind: GrantKind) -> GrantMode:
-        """The policy's mode for ``kind``; anything but ``"prompt"`` refuses."""
-        return "prompt" if self.policy.grant_mode(kind) == "prompt" else "never"
-
-    def _identity(self, label: str) -> str | None:
-        connection = self._connections.get(label)
-        return connection.spec.identity if connection is not None else None
-
-    def _record(
-        self,
-        event: EventKind,
-        decision: Outcome,
-        record: SkillRecord,
-        *,
-        reason: str,
-        entry: SkillEntry | None = None,
-        activation: Activation | None = None,
-        gate: GateKind | None = None,
-        tool: str | None = None,
-        resource_uri: str | None = None,
-        scope: str | None = None,
-    ) -> None:
-        """One audit event about ``record`` (``entry``: the pinned entry, if not its own;
-        ``activation``: the activation whose pinned entry and hash to record)."""
-        label = record.origin.label
-        if activation is not None and activation.entry is not None:
-            digest = activation.content_hash
-        else:
-            entry = entry or record.entry
-            digest = content_hash(entry) if entry is not None else None
-        self.audit.record(
-            event,
-            decision,
-            label=label,
-            identity=self._identity(label) if record.origin.is_mcp else None,
-            skill_uri=record.key.locator,
-            content_hash=digest,
-            reason=reason,
-            gate=gate,
-            tool=tool,
-            resource_uri=resource_uri,
-            scope=scope,
-        )
-
-    async def _activate_mcp(self, record: SkillRecord) -> Activation:
-        entry = record.entry
-        assert entry is not None
-        label = record.origin.label
-        connection = self._connection(label)
-        key: CacheKey | None = None
-        try:
-            if entry.is_dynamic:
-                self._dynamic_spent[record.key] = 0
-                data = await self._fetch_dynamic(connection, record, entry.uri)
-            else:
-                key = self._cache_key(connection, entry.uri, entry.manifest[entry.uri])
-                data = await self._fetch(connection, entry.uri, key)
-            verified = verify_skill_md(entry, data, server=label, limits=self.limits)
-        except (IntegrityError, FrontmatterError) as error:
-            await self._after_failure(record, entry, error)
-        if key is not None and verified.file.verified:
-            self.cache.put(key, verified.file.data)
-        root = entry.root
-        files = sorted(root.file_path(parse_uri(uri)) for uri in entry.manifest)
-        block = await _off_loop(skill_block)(
-            origin=record.origin,
-            uri=entry.uri,
-            digest=None if entry.is_dynamic else verified.file.digest,
-            body=verified.body,
-            # With the trailing slash, RFC 3986 resolution of a relative path lands inside.
-            root=str(root) + "/",
-            files=files,
-            verified=not entry.is_dynamic,
-            unverifiable=entry.is_dynamic,
-        )
-        return Activation(record, block, entry, content_hash=content_hash(entry))
-
-    def _check_dynamic(self, record: SkillRecord) -> None:
-        if record.entry is None or not record.entry.is_dynamic:
-            return
-        if not self.config.unsafe_allow_dynamic:
-            raise UnverifiableSkill(
-                "this skill's content is dynamic and cannot be verified; it is not loaded",
-                server=record.origin.label,
-                uri=record.key.locator,
-            )
-        logger.warning(
-            "unsafe_allow_dynamic: using unverifiable skill %s from %s",
-            record.key.locator,
-            record.origin.label,
-        )
-
-    def _activate_local(self, record: SkillRecord) -> Activation:
-        assert record.directory is not None
-        directory = Path(record.directory)
-        label = record.origin.label
-        data, document = read_skill_md(directory, limits=self.limits, label=label)
-        files = skill_files(directory, limits=self.limits, label=label)
-        tools = allowed_tools(document.frontmatter)
-        block = skill_block(
-            origin=record.origin,
-            uri=str(directory / "SKILL.md"),
-            digest=sha256_digest(data),
-            body=document.body,
-            root=str(directory) + "/",
-            files=files,
-            verified=False,
-        )
-        # Local skills follow the host's own rules: their field is reported as granted.
-        return Activation(record, block, requested_tools=tools, granted_tools=tools)
+        return self._window.granted_tools()
 
     def deactivate(self, reference: str) -> None:
         """Close the acting window (for example when the SKILL.md leaves the context)."""
-        self._close(self.registry.resolve(reference).key)
+        self._window.close(self.registry.resolve(reference).key)
 
     def deactivate_all(self) -> None:
         """Close every acting window, for example when the model's context is reset.
@@ -1236,144 +379,7 @@ class SkillHost:
         Also forgets which servers' text was in context: show the catalog again
         afterwards and its origins count again.
         """
-        for key in list(self._windows):
-            self._close(key)
-        self._in_context.clear()
-
-    def _close(self, key: SkillKey) -> None:
-        """End the acting window of ``key``, and with it a dynamic skill's byte budget."""
-        if self._windows.pop(key, None) is not None:
-            logger.info("deactivated %s:%s", key.origin, key.locator)
-        self._dynamic_spent.pop(key, None)
-
-    @staticmethod
-    def _cache_key(connection: _Connection, skill: str, item: ResourceItem) -> CacheKey:
-        """A listed file of ``skill`` as the cache keys it: bound to the transport identity."""
-        return CacheKey(
-            origin=connection.label,
-            identity=connection.spec.identity,
-            skill=skill,
-            uri=item.uri,
-            digest=item.digest,
-            size=item.size,
-        )
-
-    async def _fetch(self, connection: _Connection, uri: str, key: CacheKey | None) -> bytes:
-        """Bytes for ``uri``. For a listed file (``key``): from the cache if it has them
-        (they are verified after either way), else from the server, cut off above the
-        listed size. The cache never stands in for a server that is not connected."""
-        if key is None:
-            return await self._call(connection, lambda c: c.read_resource(uri), uri=uri)
-        if not connection.alive:
-            raise self._disconnected(connection, uri)
-        cached = self.cache.get(key)
-        if cached is not None:
-            return cached
-        try:
-            return await self._call(
-                connection, lambda c: c.read_resource(uri, max_bytes=key.size), uri=uri
-            )
-        except ResponseTooLarge:
-            raise SizeMismatch(
-                f"the server sent more than the {key.size} bytes the listing promised",
-                server=connection.label,
-                uri=uri,
-            ) from None
-
-    async def _verified(
-        self, connection: _Connection, item: ResourceItem, skill: str
-    ) -> VerifiedFile:
-        """A listed file of ``skill``, fetched (or taken from the cache) and verified."""
-        label = connection.label
-        key = self._cache_key(connection, skill, item)
-        data = await self._fetch(connection, item.uri, key)
-        verified = verify_file(item, data, server=label)
-        logger.debug("verified %s from %s (%d bytes)", item.uri, label, verified.size)
-        self.cache.put(key, verified.data)
-        return verified
-
-    async def _fetch_dynamic(self, connection: _Connection, record: SkillRecord, uri: str) -> bytes:
-        """A read of a dynamic skill, within what is left of its total-size budget."""
-        spent = self._dynamic_spent.get(record.key, 0)
-        left = self.limits.max_skill_bytes - spent
-        spent_error = SkillTooLarge(
-            f"the dynamic skill has reached {self.limits.max_skill_bytes} bytes; "
-            "nothing more of it is read",
-            server=record.origin.label,
-            uri=uri,
-        )
-        if left <= 0:
-            raise spent_error
-        try:
-            data = await self._call(
-                connection, lambda c: c.read_resource(uri, max_bytes=left), uri=uri
-            )
-        except ResponseTooLarge:
-            raise spent_error from None
-        self._dynamic_spent[record.key] = spent + len(data)
-        return data
-
-    async def _after_failure(
-        self, record: SkillRecord, pinned: SkillEntry, error: SkillwardError
-    ) -> NoReturn:
-        """The content is not used, and nothing more is served under this activation.
-
-        The activation stays in the acting window, so its gates still apply. The entry
-        is refreshed once; a changed skill is reported as such, and its new entry
-        replaces the old one in the registry (loading it asks for approval again).
-        """
-        label = record.origin.label
-        logger.info("verification failed for %s from %s: %s", error.uri, label, error.message)
-        window = self._windows.get(record.key)
-        if window is not None and window.ended is None:
-            self._windows[record.key] = dataclasses.replace(window, ended=error)
-        try:
-            fresh = await self._get_skill(self._connection(label), pinned.uri)
-        except SkillwardError:
-            self._failed(record, pinned, error, changed=False)
-            raise error from None
-        moved = (
-            entry_content(fresh) != entry_content(pinned) or fresh.frontmatter != pinned.frontmatter
-        )
-        self._failed(record, pinned, error, changed=moved)
-        if moved:
-            self.registry.put(SkillRecord.from_entry(record.origin, fresh, listed=record.listed))
-            # A changed skill is approved again from scratch, even if v1 comes back.
-            await revoke_approval(self.approver, record.key, reason=_describe_change(pinned, fresh))
-            changed = SkillChanged(
-                _describe_change(pinned, fresh) + f"; {error.message}",
-                server=label,
-                uri=pinned.uri,
-            )
-            window = self._windows.get(record.key)
-            if window is not None:
-                self._windows[record.key] = dataclasses.replace(window, ended=changed)
-            raise changed from error
-        raise error
-
-    def _failed(
-        self, record: SkillRecord, pinned: SkillEntry, error: SkillwardError, *, changed: bool
-    ) -> None:
-        # The error's type, never its message: messages may quote what the server sent.
-        reason = type(error).__name__ + ("; the skill changed" if changed else "")
-        self._record(
-            "verification_failure",
-            "failed",
-            record,
-            entry=pinned,
-            reason=reason,
-            resource_uri=error.uri,
-        )
-
-    def _ended(self, activation: Activation, uri: str) -> ReactivationRequired:
-        record = activation.record
-        cause = activation.ended
-        why = cause.message if cause is not None else "its content ended"
-        return ReactivationRequired(
-            f"nothing more is read under skill {self.registry.qualified_ref(record)!r}: {why}",
-            server=record.origin.label,
-            uri=uri,
-        )
+        self._window.close_all()
 
     # --- reads (read_resource) ---------------------------------------------------------
 
@@ -1384,72 +390,7 @@ class SkillHost:
         otherwise against the current listing entry. For host code and people: the
         model's ``read_resource`` tool reads files only of active skills.
         """
-        record = await self.lookup(reference)
-        async with self._lock(record):
-            return await self._read_file(record, path)
-
-    async def _read_file(self, record: SkillRecord, path: str) -> ContextBlock:
-        if not record.origin.is_mcp:
-            assert record.directory is not None
-            shown, data = read_local_file(
-                Path(record.directory), path, limits=self.limits, label=record.origin.label
-            )
-            block = await _off_loop(file_block)(
-                origin=record.origin,
-                uri=shown,
-                digest=sha256_digest(data),
-                data=data,
-                verified=False,
-            )
-            return self._emit(block)
-        activation = self._windows.get(record.key)
-        entry: SkillEntry | None = record.entry
-        if activation is not None and activation.entry is not None:
-            entry = activation.entry
-            if activation.ended is not None:
-                raise self._ended(activation, str(resolve_reference(entry.root, path)))
-        assert entry is not None
-        uri = str(resolve_reference(entry.root, path))
-        if not entry.is_dynamic and uri not in entry.manifest:
-            raise self._unlisted(record, entry, uri)
-        if activation is None:
-            # What the policy refuses to load, it refuses to read from too.
-            self._check_policy(self._approval_request(record))
-            # Not a file of an active skill: the same origin binding as read_resource.
-            await self._check_cross_origin(record.origin.label, uri)
-        return await self._read_skill_file(record, entry, uri)
-
-    def _unlisted(self, record: SkillRecord, entry: SkillEntry, uri: str) -> UnlistedResource:
-        files = sorted(entry.root.file_path(parse_uri(u)) for u in entry.manifest)
-        shown = ", ".join(files[:20]) + (f", and {len(files) - 20} more" if len(files) > 20 else "")
-        return UnlistedResource(
-            f"skill {self.registry.qualified_ref(record)!r} does not list this file; "
-            f"it lists {shown}",
-            server=record.origin.label,
-            uri=uri,
-        )
-
-    async def _read_skill_file(
-        self, record: SkillRecord, entry: SkillEntry, uri: str
-    ) -> ContextBlock:
-        label = record.origin.label
-        connection = self._connection(label)
-        if entry.is_dynamic:
-            self._check_dynamic(record)
-            data = await self._fetch_dynamic(connection, record, uri)
-            block = await _off_loop(file_block)(
-                origin=record.origin, uri=uri, digest=sha256_digest(data), data=data, verified=False
-            )
-            return self._emit(block)
-        try:
-            item = manifest_item(entry, uri, server=label)
-            verified = await self._verified(connection, item, entry.uri)
-        except IntegrityError as error:
-            await self._after_failure(record, entry, error)
-        block = await _off_loop(file_block)(
-            origin=record.origin, uri=uri, digest=verified.digest, data=verified.data, verified=True
-        )
-        return self._emit(block)
+        return await self._reads.read_file(reference, path)
 
     async def read_resource(self, server: str, uri: str) -> ContextBlock:
         """The model's ``read_resource(server, uri)``.
@@ -1460,193 +401,7 @@ class SkillHost:
         server lists it). Any other resource is an ordinary read, asked per call through
         the cross-origin gate whenever another server's text is in context.
         """
-        connection = self._connection(server)
-        parsed = parse_uri(uri, max_length=self.limits.max_uri_length)
-        async with connection.lock:
-            return await self._read_resource(connection, parsed)
-
-    async def _read_resource(self, connection: _Connection, parsed: ResourceUri) -> ContextBlock:
-        server = connection.label
-        uri = str(parsed)
-        acting = sorted(
-            (
-                a
-                for a in self._windows.values()
-                if a.entry is not None and a.record.origin.label == server
-            ),
-            key=lambda a: -_depth(a.entry),  # type: ignore[arg-type]
-        )
-        for activation in acting:
-            entry = activation.entry
-            assert entry is not None
-            if not (parsed.is_within(entry.root) or uri == str(entry.root)):
-                continue
-            if activation.ended is not None:
-                raise self._ended(activation, uri)
-            if entry.is_dynamic:
-                # No manifest to hold it to: a live read, unverified and budgeted.
-                return await self._dynamic_read(connection, activation, uri)
-            if uri in entry.manifest:
-                return await self._read_skill_file(activation.record, entry, uri)
-            if uri == str(entry.root) or any(m.startswith(uri + "/") for m in entry.manifest):
-                return await self._skill_directory(connection, activation, uri)
-            # Nothing was fetched: a URI the held entry does not list is never read.
-            raise self._unlisted(activation.record, entry, uri)
-        self._refuse_skill_files(server, parsed)
-        await self._check_cross_origin(server, uri)
-        return await self._ordinary_read(connection, parsed)
-
-    def _refuse_skill_files(self, server: str, parsed: ResourceUri) -> None:
-        """Files of a skill that is not active are not read through the model's tool."""
-        for record in self.registry.records():
-            entry = record.entry
-            if entry is None or not (
-                parsed.is_within(entry.root) or str(parsed) == str(entry.root)
-            ):
-                continue
-            if record.origin.label == server:
-                raise SkillNotActive(
-                    f"this is a file of skill {self.registry.qualified_ref(record)!r}, which "
-                    "is not loaded; load it first",
-                    server=server,
-                    uri=str(parsed),
-                )
-            raise UnlistedResource(
-                f"this URI belongs to a skill of server {record.origin.label!r}, not of "
-                f"server {server!r}; nothing was read",
-                server=server,
-                uri=str(parsed),
-                hint=f"Read it from server {record.origin.label!r} once that skill is loaded.",
-            )
-
-    async def _dynamic_read(
-        self, connection: _Connection, activation: Activation, uri: str
-    ) -> ContextBlock:
-        entry = activation.entry
-        assert entry is not None
-        if uri != str(entry.root):
-            try:
-                return await self._read_skill_file(activation.record, entry, uri)
-            except ServerRejected:
-                if not self._has_directory_read(connection):
-                    raise
-        return await self._live_directory(connection, activation.record.origin, uri)
-
-    def _has_directory_read(self, connection: _Connection) -> bool:
-        client = connection.client
-        return connection.skills and client is not None and client.capability().directory_read
-
-    async def _live_directory(
-        self, connection: _Connection, origin: Origin, uri: str
-    ) -> ContextBlock:
-        """A directory as the server lists it now: untrusted, direct children only."""
-        prefix = uri + "/"
-        listed = await self._call(connection, lambda c: c.read_directory(uri), uri=uri)
-        children = [
-            (child.uri.removeprefix(prefix), child.is_directory)
-            for child in listed
-            # Anything but a direct child is malformed, and not shown as one.
-            if child.uri.startswith(prefix)
-            and "/" not in child.uri.removeprefix(prefix)
-            and child.uri != prefix
-        ]
-        return self._emit(directory_block(origin=origin, uri=uri, children=children))
-
-    def _context_origins(self) -> set[str]:
-        """MCP origins whose text is in the model's context: the catalog, every block
-        handed out since the last reset, and every activation in the acting window."""
-        window = {a.record.origin.label for a in self._windows.values() if a.record.origin.is_mcp}
-        return self._in_context | window
-
-    async def _check_cross_origin(self, server: str, uri: str) -> None:
-        """Ask, for this one call, whether ``server`` may be read while other servers'
-        text is in context. The answer is never remembered."""
-        others = tuple(sorted(self._context_origins() - {server}))
-        if not others:
-            return
-        named = ", ".join(repr(a) for a in others)
-
-        def record(event: EventKind, decision: Outcome, reason: str) -> None:
-            # ``label`` lists the origins in context; ``target`` is the server read.
-            self.audit.record(
-                event,
-                decision,
-                label=",".join(others),
-                identity=self._identity(server),
-                gate="cross_origin",
-                target=server,
-                resource_uri=uri,
-                reason=reason,
-            )
-
-        if self._grant_mode("cross_origin") != "prompt":
-            record(
-                "policy_denial", "denied", "the administrator's policy forbids reads across servers"
-            )
-            raise CrossOriginDenied(
-                f"the administrator's policy forbids a read against server {server!r} while "
-                f"text from {named} is in context",
-                server=server,
-                uri=uri,
-            )
-        request = CrossOriginRequest(acting=others, target=server, uri=uri)
-        answer = _decision(await self.cross_origin.decide(request), self.cross_origin)
-        if answer is not Decision.APPROVE:
-            logger.info("cross-origin read of %s on %s refused", uri, server)
-            record("gate", "denied", "not approved for this call")
-            raise CrossOriginDenied(
-                f"a read against server {server!r} while text from {named} is in context "
-                "needs approval naming those servers",
-                server=server,
-                uri=uri,
-            )
-        record("gate", "allowed", "approved for this call only")
-
-    async def _skill_directory(
-        self, connection: _Connection, activation: Activation, uri: str
-    ) -> ContextBlock:
-        """A directory of an active skill, answered from the pinned entry.
-
-        A live directory read may show children the entry does not list (the skill
-        changed); those are never shown as the skill's, only counted.
-        """
-        entry = activation.entry
-        assert entry is not None
-        prefix = uri + "/"
-        children: dict[str, bool] = {}
-        for member in entry.manifest:
-            if member.startswith(prefix):
-                head, slash, _ = member[len(prefix) :].partition("/")
-                children[head] = children.get(head, False) or bool(slash)
-        hidden = 0
-        if self._has_directory_read(connection):
-            live = await self._call(connection, lambda c: c.read_directory(uri), uri=uri)
-            known = {prefix + name for name in children}
-            hidden = sum(1 for child in live if child.uri not in known)
-        block = directory_block(
-            origin=activation.record.origin,
-            uri=uri,
-            children=sorted(children.items()),
-            hidden=hidden,
-        )
-        return self._emit(block)
-
-    async def _ordinary_read(self, connection: _Connection, uri: ResourceUri) -> ContextBlock:
-        """A read that is no skill's file: content, never an activation, never verified."""
-        label = connection.label
-        origin = self.registry.origin(label)
-        text = str(uri)
-        try:
-            data = await self._fetch(connection, text, None)
-        except ServerRejected:
-            # Perhaps a directory: SEP-2640 lets read_resource route those to a listing.
-            if not self._has_directory_read(connection):
-                raise
-            return await self._live_directory(connection, origin, text)
-        block = await _off_loop(resource_block)(
-            origin=origin, uri=text, data=data, verified=False, digest=sha256_digest(data)
-        )
-        return self._emit(block)
+        return await self._reads.read_resource(server, uri)
 
     # --- gates on the host's own tools ------------------------------------------------------
 
@@ -1662,83 +417,7 @@ class SkillHost:
         person chooses to (:attr:`ExecutionRequest.remember`). With no MCP skill in
         the window, this returns without asking.
         """
-        acting = sorted(
-            (a for a in self._windows.values() if a.record.origin.is_mcp),
-            key=lambda a: a.record.key,
-        )
-        keys = tuple(a.record.key for a in acting)
-        for activation in acting:
-            await self._authorize_for(activation, tool, detail, keys)
-
-    async def _authorize_for(
-        self, activation: Activation, tool: str, detail: str, acting: tuple[SkillKey, ...]
-    ) -> None:
-        record = activation.record
-        key = record.key
-
-        def audit(event: EventKind, decision: Outcome, reason: str) -> None:
-            self._record(
-                event,
-                decision,
-                record,
-                activation=activation,
-                reason=reason,
-                gate="execution",
-                tool=tool,
-            )
-
-        def refused(message: str) -> ExecutionDenied:
-            return ExecutionDenied(message, server=key.origin, uri=key.locator)
-
-        if self._grant_mode("execution") != "prompt":
-            audit("policy_denial", "denied", "the administrator's policy forbids execution")
-            raise refused(
-                f"the administrator's policy forbids running {tool!r} while acting on "
-                f"skills from server {key.origin!r}"
-            )
-        request = self._approval_request(record)
-        approver = self.approver
-        held = None
-        # A skill whose content ended is held to nothing it was granted.
-        if isinstance(approver, Granting) and activation.ended is None:
-            held = await approver.held(request)
-        if held is not None and held.execution:
-            audit("gate", "allowed", "execution is granted with the skill's approval")
-            return
-        remembered = False
-        remember = None
-        if held is not None and isinstance(approver, Granting):
-            granting = approver
-
-            async def remember() -> bool:
-                nonlocal remembered
-                remembered = await granting.add_grant(request, Grants(execution=True))
-                return remembered
-
-        question = ExecutionRequest(
-            tool=tool,
-            acting=acting,
-            detail=detail,
-            skill=key,
-            name=record.name,
-            identity=request.identity,
-            remember=remember,
-        )
-        answer = _decision(await self.execution.decide(question), self.execution)
-        if answer is not Decision.APPROVE:
-            logger.info("execution of %s refused while acting on %s", tool, key.origin)
-            audit("gate", "denied", "not approved")
-            raise refused(
-                f"running {tool!r} while acting on skills from server {key.origin!r} needs "
-                "explicit approval of execution for that skill"
-            )
-        audit(
-            "gate",
-            "allowed",
-            "approved, and kept with the skill's approval"
-            if remembered
-            else "approved for this call",
-        )
+        await self._gates.authorize_execution(tool, detail=detail)
 
     # --- tools for the model ---------------------------------------------------------------
 
@@ -1750,62 +429,7 @@ class SkillHost:
         wrote is tagged with that server's origin; host errors quote nothing the model
         or a server chose.
         """
-        try:
-            record = self._tool_record(name)
-        except SkillwardError as error:
-            return self._tool_error(error, None, host_words=True)
-        except Exception:
-            logger.exception("read_skill failed")
-            failure = UsageError("skillward failed to load the skill")
-            return self._tool_error(failure, None, host_words=True)
-        try:
-            if record is None:  # an opted-in LABEL:URI lookup
-                record = await self.lookup(name)
-            async with self._lock(record):
-                return (await self._activate(record)).block
-        except SkillwardError as error:
-            return self._tool_error(error, record.origin if record else None)
-        except Exception:
-            logger.exception("read_skill failed")
-            failure = UsageError("skillward failed to load the skill")
-            return self._tool_error(failure, record.origin if record else None)
-
-    def _tool_record(self, name: object) -> SkillRecord | None:
-        """The catalog skill ``name`` names; None for an allowed ``LABEL:URI`` lookup."""
-        refuse = SkillNotFound(
-            "no skill in the catalog has that reference; pass a ref exactly as the catalog shows it"
-        )
-        if not isinstance(name, str):
-            raise refuse
-        try:
-            ref = parse_reference(name)
-        except UsageError:
-            raise refuse from None
-        try:
-            record = self.registry.resolve(ref)
-        except AmbiguousName:
-            raise UsageError(
-                "that reference matches several skills; pass a ref exactly as the catalog shows it"
-            ) from None
-        except (SkillNotFound, UnknownServer):
-            if self.config.allow_uri_lookups and ref.kind == "uri" and ref.label is not None:
-                return None
-            raise refuse from None
-        if not record.listed and not self.config.allow_uri_lookups:
-            raise refuse
-        return record
-
-    def _tool_error(
-        self, error: SkillwardError, origin: Origin | None, *, host_words: bool = False
-    ) -> ContextBlock:
-        """An error block for the model. Tagged with the origin whose text it may quote;
-        a host block (no origin) carries only skillward's own words."""
-        if origin is None and error.server is not None:
-            origin = next((o for o in self.registry.origins() if o.label == error.server), None)
-        if origin is None and not host_words:
-            # It may quote the model's arguments, or an origin this host does not know.
-            error = UsageError(f"the request failed ({type(error).__name__})")
-        return self._emit(error_block(error, origin=origin))
+        return await self._tools.read_skill_block(name)
 
     async def read_skill_tool(self, name: str) -> str:
         """``read_skill``: the activated skill's block, or an error block the model can read."""
@@ -1818,21 +442,7 @@ class SkillHost:
     async def read_resource_block(self, server: str, uri: str) -> ContextBlock:
         """``read_resource`` as a block: a verified, origin-tagged read, or an error block.
         Never raises."""
-        origin = None
-        if isinstance(server, str):
-            origin = next((o for o in self.registry.origins() if o.label == server), None)
-        if origin is None or not origin.is_mcp or not isinstance(uri, str):
-            error = UnknownServer(
-                "no connected server has that label; use the server label a skill block names"
-            )
-            return self._tool_error(error, None, host_words=True)
-        try:
-            return await self.read_resource(server, uri)
-        except SkillwardError as error:
-            return self._tool_error(error, origin)
-        except Exception:
-            logger.exception("read_resource failed")
-            return self._tool_error(UsageError("skillward failed to read the resource"), origin)
+        return await self._tools.read_resource_block(server, uri)
 
     async def read_resource_tool(self, server: str, uri: str) -> str:
         """``read_resource``: a verified, origin-tagged read, or an error block."""
@@ -1847,108 +457,19 @@ class SkillHost:
     ) -> ContextBlock | None:
         """One call for a host's tool loop. Never raises.
 
-        ``read_skill`` and ``read_resource`` run, and their block (or a tagged error
-        block) is returned. A tool named in ``HostConfig.execution_tools`` is gated
-        (:meth:`authorize_execution`, with the arguments as the command): refused, it
-        returns an error block; allowed, it returns None. None means skillward has
-        nothing to add: run the tool and hand the model its result. Any other tool
-        also returns None. ``arguments`` may be a mapping or a JSON object string: an
-        Anthropic ``tool_use`` block's ``input``, or the ``arguments`` of a Chat
-        Completions ``tool_call.function`` or of a Responses API ``function_call`` item.
+        ``read_skill`` and ``read_resource`` return their block (or a tagged error
+        block). A tool ``HostConfig.execution_tools`` names is gated
+        (:meth:`authorize_execution`, its arguments the command): refused, an error
+        block; allowed, None. None means skillward has nothing to add: run the tool.
+        ``arguments``: a mapping or a JSON object string, as each API passes them.
         """
-        try:
-            args = _tool_arguments(arguments)
-        except UsageError as error:
-            return self._tool_error(error, None, host_words=True)
-        if not isinstance(name, str):
-            return self._tool_error(
-                UsageError("a tool call needs a tool name"), None, host_words=True
-            )
-        if name == READ_SKILL_TOOL:
-            ref = args.get("name")
-            if not isinstance(ref, str):
-                return self._tool_error(
-                    UsageError("read_skill needs a string argument 'name'"), None, host_words=True
-                )
-            return await self.read_skill_block(ref)
-        if name == READ_RESOURCE_TOOL:
-            server, uri = args.get("server"), args.get("uri")
-            if not isinstance(server, str) or not isinstance(uri, str):
-                return self._tool_error(
-                    UsageError("read_resource needs string arguments 'server' and 'uri'"),
-                    None,
-                    host_words=True,
-                )
-            return await self.read_resource_block(server, uri)
-        if name not in self.config.execution_tools:
-            return None
-        try:
-            await self.authorize_execution(name, detail=_command(args))
-        except SkillwardError as error:
-            return self._tool_error(error, None)
-        except Exception:
-            logger.exception("authorizing %s failed", name)
-            failure = ExecutionDenied("skillward could not decide on running the tool")
-            return self._tool_error(failure, None, host_words=True)
-        return None
+        return await self._tools.handle_tool_call(name, arguments)
 
     def tool_definitions(self, style: ToolStyle = "mcp") -> list[dict[str, Any]]:
         """The tools to register with the model, in the shape ``style``'s API takes.
 
-        ``mcp``: ``{name, description, inputSchema}``; ``anthropic`` (Messages API):
-        ``{name, description, input_schema}``; ``openai`` (Chat Completions):
-        ``{type: "function", function: {name, description, parameters}}``;
-        ``openai-responses`` (Responses API): ``{type: "function", name, description,
-        parameters, strict: true}``, each object schema closed to other properties, as
-        strict mode requires. ``read_skill`` takes only the refs the catalog shows
-        (an ``enum`` of them; none while the catalog is empty, where any ref is refused).
+        ``mcp``, ``anthropic`` (Messages), ``openai`` (Chat Completions) or
+        ``openai-responses`` (strict, each object schema closed). ``read_skill``
+        takes only the refs the catalog shows (an ``enum``; none while it is empty).
         """
-        refs = [item.ref for item in self.catalog()]
-        name: dict[str, Any] = {"type": "string", "description": "The skill reference"}
-        if refs:
-            name["enum"] = refs  # an empty enum is no valid schema: left out instead
-        read_skill = {
-            **TOOL_SCHEMAS["read_skill"],
-            "inputSchema": {"type": "object", "properties": {"name": name}, "required": ["name"]},
-        }
-        tools = [read_skill, TOOL_SCHEMAS["read_resource"]]
-        if style == "mcp":
-            return [copy.deepcopy(tool) for tool in tools]
-        if style == "anthropic":
-            return [
-                {
-                    "name": t["name"],
-                    "description": t["description"],
-                    "input_schema": copy.deepcopy(t["inputSchema"]),
-                }
-                for t in tools
-            ]
-        if style == "openai":
-            return [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": t["name"],
-                        "description": t["description"],
-                        "parameters": copy.deepcopy(t["inputSchema"]),
-                    },
-                }
-                for t in tools
-            ]
-        if style == "openai-responses":
-            return [
-                {
-                    "type": "function",
-                    "name": t["name"],
-                    "description": t["description"],
-                    "parameters": {
-                        **copy.deepcopy(t["inputSchema"]),
-                        "additionalProperties": False,
-                    },
-                    "strict": True,
-                }
-                for t in tools
-            ]
-        raise UsageError(
-            f"unknown tool style {style!r}; use 'mcp', 'anthropic', 'openai' or 'openai-responses'"
-        )
+        return self._tools.tool_definitions(style)

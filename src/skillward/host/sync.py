@@ -108,6 +108,34 @@ class SyncSkillHost:
             self._stack.close()
             raise
         self._portal = portal
+        self._root: SyncSkillHost | None = None
+
+    def session(
+        self,
+        *,
+        approver: Approver | None = None,
+        cross_origin: CrossOriginGate | None = None,
+        execution: ExecutionGate | None = None,
+        sink: ContextSink | None = None,
+    ) -> SyncSkillHost:
+        """:meth:`SkillHost.session` as a SyncSkillHost on this one's event loop: its own
+        acting window, approver, gates and sink over the same connections. Its
+        :meth:`close` ends its window only; closing this host closes it too."""
+        portal = self._running()
+        make = functools.partial(
+            self._host.session,
+            approver=approver,
+            cross_origin=cross_origin,
+            execution=execution,
+            sink=sink,
+        )
+        session = object.__new__(type(self))
+        session._lock = threading.Lock()
+        session._stack = contextlib.ExitStack()
+        session._host = self._call(make)
+        session._portal = portal
+        session._root = self._root or self
+        return session
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -125,18 +153,28 @@ class SyncSkillHost:
 
     def close(self) -> None:
         """Disconnect every server (as :meth:`SkillHost.aclose`), then stop the event loop
-        and its thread. Later calls raise UsageError; a second close does nothing."""
+        and its thread. Later calls raise UsageError; a second close does nothing. A
+        session's close ends its acting window only."""
         _refuse_in_event_loop()
         with self._lock:
-            if self._portal is None:
-                return
-            self._portal = None
-        self._stack.close()
+            portal, self._portal = self._portal, None
+        if portal is None:
+            return
+        if self._root is None:
+            self._stack.close()
+        elif not self._root._is_closed:
+            with contextlib.suppress(RuntimeError):  # the host closed meanwhile, and with it this
+                portal.call(self._host.aclose)
+
+    @property
+    def _is_closed(self) -> bool:
+        """Whether this host (or, for a session, it or its host) is closed."""
+        return self._portal is None or (self._root is not None and self._root._is_closed)
 
     def _running(self) -> BlockingPortal:
         _refuse_in_event_loop()
         portal = self._portal
-        if portal is None:
+        if portal is None or self._is_closed:
             raise _closed()
         return portal
 
@@ -150,7 +188,7 @@ class SyncSkillHost:
         try:
             return portal.call(function)
         except RuntimeError:
-            if self._portal is None:  # closed by another thread meanwhile
+            if self._is_closed:  # closed by another thread meanwhile
                 raise _closed() from None
             raise
 

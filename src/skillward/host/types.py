@@ -1,0 +1,132 @@
+"""The host's values: how a host is configured (:class:`HostConfig`), what it returns
+(:class:`Activation`, :class:`ServerStatus`), the two tools it registers with a model
+(:data:`TOOL_SCHEMAS`, in each API's :data:`ToolStyle`), and where blocks may be seen
+(:data:`ContextSink`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from skillward.core.config import Limits
+from skillward.core.context import ContextBlock
+from skillward.core.errors import ConfigError, SkillwardError
+from skillward.core.registry import SkillRecord
+from skillward.core.wire import SkillEntry
+from skillward.edge._local import LocalSkillDir
+
+__all__ = [
+    "TOOL_SCHEMAS",
+    "Activation",
+    "ContextSink",
+    "HostConfig",
+    "ServerStatus",
+    "ToolStyle",
+]
+
+ContextSink = Callable[[ContextBlock], None]
+ToolStyle = Literal["mcp", "anthropic", "openai", "openai-responses"]
+
+#: JSON schemas of the two tools a host registers with its model (SEP-2640's sketch).
+TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
+    "read_skill": {
+        "name": "read_skill",
+        "description": "Load a skill's SKILL.md into context. Pass the skill reference "
+        "exactly as the skill catalog shows it.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"name": {"type": "string", "description": "The skill reference"}},
+            "required": ["name"],
+        },
+    },
+    "read_resource": {
+        "name": "read_resource",
+        "description": "Read a file of a loaded skill, or another resource, from a connected "
+        "MCP server. Use the server label the skill's block names.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "server": {"type": "string", "description": "The server label"},
+                "uri": {"type": "string", "description": "The resource URI"},
+            },
+            "required": ["server", "uri"],
+        },
+    },
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostConfig:
+    """How a SkillHost behaves. Frozen: decide once, at construction."""
+
+    limits: Limits = field(default_factory=Limits)
+    #: Local skill directories to discover on entry (see ``default_local_dirs()``).
+    local_dirs: tuple[LocalSkillDir, ...] = ()
+    #: Load skills whose ``resources`` is "dynamic": their content cannot be verified.
+    unsafe_allow_dynamic: bool = False
+    #: Let the ``read_skill`` tool take ``LABEL:URI`` references the catalog does not show,
+    #: confirmed with ``skills/get`` on that server. Off: the model loads only catalog skills.
+    allow_uri_lookups: bool = False
+    #: The names of the host's own tools that execute code (a shell, an interpreter):
+    #: :meth:`SkillHost.handle_tool_call` gates them while an MCP skill is active.
+    execution_tools: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.limits, Limits):
+            raise ConfigError("HostConfig.limits must be a Limits")
+        object.__setattr__(self, "local_dirs", tuple(self.local_dirs))
+        for source in self.local_dirs:
+            if not isinstance(source, LocalSkillDir):
+                raise ConfigError("HostConfig.local_dirs takes LocalSkillDir values")
+        if isinstance(self.execution_tools, str):
+            raise ConfigError("HostConfig.execution_tools is a list of tool names, not one string")
+        object.__setattr__(self, "execution_tools", tuple(self.execution_tools))
+        for tool in self.execution_tools:
+            if not isinstance(tool, str) or not tool:
+                raise ConfigError("HostConfig.execution_tools takes non-empty tool names")
+            if tool in TOOL_SCHEMAS:
+                raise ConfigError(f"{tool!r} is skillward's own tool, not a code-execution tool")
+
+
+@dataclass(frozen=True, slots=True)
+class Activation:
+    """An activated skill: the entry it was verified against, held while acting on it.
+
+    ``ended`` is set when the skill's content failed verification after it was loaded:
+    the activation stays in the acting window (its gates apply) but nothing more is
+    served under it until it is loaded again.
+    """
+
+    record: SkillRecord
+    block: ContextBlock
+    #: The pinned entry (MCP skills); every later read is checked against it.
+    entry: SkillEntry | None = None
+    #: Why nothing more is served under this activation, if that is so.
+    ended: SkillwardError | None = None
+    #: The tools the frontmatter's ``allowed-tools`` requests (a request, not a grant).
+    requested_tools: tuple[str, ...] = ()
+    #: The tools to give the model while it acts on this skill. For an MCP skill, only
+    #: those the person granted for this skill under its current content (empty by
+    #: default); for a local skill, its ``allowed-tools`` unchanged (the host's rules).
+    granted_tools: tuple[str, ...] = ()
+    #: ``approvals.content_hash`` of the pinned entry, computed once for the audit trail.
+    content_hash: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStatus:
+    """A connected (or once connected) server, as a person or a UI should see it."""
+
+    label: str
+    #: How it is reached (URL or command line); never header values.
+    target: str
+    state: Literal["connected", "disconnected"]
+    #: Why it is disconnected, when it is.
+    error: SkillwardError | None
+    #: Whether it declares the skills extension (a server without it offers no skills).
+    skills: bool
+    #: Why it offers no skills, when it does not.
+    note: str | None
+    #: ``serverInfo.name`` as the server reported it: unverified, never an identity.
+    reported_name: str | None
