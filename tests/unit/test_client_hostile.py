@@ -15,6 +15,7 @@ from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
+from skillward.core._fields import EXTENSION_ID
 from skillward.core.config import Limits
 from skillward.core.errors import (
     CapabilityMissing,
@@ -24,7 +25,6 @@ from skillward.core.errors import (
     ResponseTooLarge,
     ServerRejected,
 )
-from skillward.core.wire import EXTENSION_ID
 from skillward.edge.client import SkillsClient, _exact_bytes
 from skillward.edge.servers import InMemoryTransport, ServerSpec
 

@@ -18,14 +18,12 @@ from skillward.check._audit import (
     Audit,
     quote,
 )
+from skillward.core._fields import DIRECTORY_MIME_TYPE
+from skillward.core._results import directory_violations
 from skillward.core.errors import (
     ServerRejected,
 )
-from skillward.core.wire import (
-    DIRECTORY_MIME_TYPE,
-    SkillEntry,
-    directory_violations,
-)
+from skillward.core.wire import SkillEntry
 from skillward.edge.client import Budget
 
 

@@ -15,16 +15,13 @@ from skillward.check._audit import (
     Audit,
 )
 from skillward.check._listing import Listed
+from skillward.core._results import get_violations
 from skillward.core.errors import (
     ServerRejected,
 )
 from skillward.core.frontmatter import json_equal
 from skillward.core.uris import SKILL_FILE
-from skillward.core.wire import (
-    SkillEntry,
-    get_violations,
-    parse_entry,
-)
+from skillward.core.wire import SkillEntry, parse_entry
 
 #: Characters of the instructions scanned for skill URIs.
 MAX_INSTRUCTIONS = 64 * 1024

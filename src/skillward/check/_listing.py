@@ -16,16 +16,13 @@ from skillward.check._audit import (
     quote,
 )
 from skillward.check._hygiene import frontmatter_hygiene
+from skillward.core._entries import entry_violations
+from skillward.core._results import page_violations
 from skillward.core.errors import (
     ServerRejected,
 )
 from skillward.core.uris import fold_collisions
-from skillward.core.wire import (
-    SkillEntry,
-    entry_violations,
-    page_violations,
-    parse_entry,
-)
+from skillward.core.wire import SkillEntry, parse_entry
 from skillward.edge.client import Budget
 
 #: Pages the conformance suite follows (the Inspector follows 64).

@@ -17,6 +17,7 @@ from skillward.check._audit import (
     quote,
 )
 from skillward.check._hygiene import flags, meta_keys
+from skillward.core._fields import DIRECTORY_MIME_TYPE
 from skillward.core.context import file_block
 from skillward.core.errors import (
     FrontmatterError,
@@ -27,10 +28,7 @@ from skillward.core.errors import (
 from skillward.core.frontmatter import check_frontmatter, parse_skill_md
 from skillward.core.origins import Origin
 from skillward.core.verify import verify_file, verify_skill_md
-from skillward.core.wire import (
-    DIRECTORY_MIME_TYPE,
-    SkillEntry,
-)
+from skillward.core.wire import SkillEntry
 from skillward.edge.client import Budget
 
 #: Lines a SKILL.md body stays under (Agent Skills).

@@ -26,6 +26,7 @@ from skillward.check._gets import get_probes, gets, instructions
 from skillward.check._listing import invalid_cursor, listing, listing_rules, second_walk
 from skillward.check._reads import read_probe, reads, resource_list
 from skillward.check.rules import Severity
+from skillward.core._results import capability_violations
 from skillward.core.config import Limits
 from skillward.core.errors import (
     DeadlineExceeded,
@@ -34,7 +35,6 @@ from skillward.core.errors import (
     SkillwardError,
     TransportError,
 )
-from skillward.core.wire import capability_violations
 from skillward.edge.client import Budget, SkillsClient
 from skillward.edge.servers import ServerSpec
 

@@ -40,6 +40,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from skillward._version import __version__
+from skillward.core._fields import EXTENSION_ID, json_size
+from skillward.core._results import get_rule, read_capability
 from skillward.core.config import Limits
 from skillward.core.errors import (
     CapabilityMissing,
@@ -55,17 +57,13 @@ from skillward.core.errors import (
     TransportError,
 )
 from skillward.core.wire import (
-    EXTENSION_ID,
     DirectoryChild,
     DirectoryReadResult,
     GetSkillResult,
     SkillEntry,
     SkillsCapability,
     SkillsPage,
-    get_rule,
-    json_size,
     parse_skills_page,
-    read_capability,
 )
 from skillward.edge import _process, _transport
 from skillward.edge._methods import (

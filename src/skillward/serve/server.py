@@ -44,6 +44,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from skillward.core._fields import DIRECTORY_MIME_TYPE, EXTENSION_ID, json_size, lint_frontmatter
 from skillward.core.config import Limits
 from skillward.core.errors import (
     FrontmatterError,
@@ -55,7 +56,6 @@ from skillward.core.errors import (
 from skillward.core.frontmatter import parse_skill_md
 from skillward.core.uris import MAX_URI_LENGTH, SKILL_FILE, skill_root_of
 from skillward.core.verify import sha256_digest
-from skillward.core.wire import DIRECTORY_MIME_TYPE, EXTENSION_ID, json_size, lint_frontmatter
 from skillward.edge._methods import DirectoryReadParams, SkillsGetParams, SkillsListParams
 from skillward.edge._tree import (
     Listings,
