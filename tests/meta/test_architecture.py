@@ -17,7 +17,13 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "skillward"
 CONFINED = {
     # The client edge (never _process.py, which starts stdio servers before it is imported).
     "mcp": {"edge/client.py", "edge/_transport.py", "serve/server.py"},
-    "mcp_types": {"edge/client.py", "edge/_transport.py", "serve/server.py", "edge/_methods.py"},
+    "mcp_types": {
+        "edge/client.py",
+        "edge/_transport.py",
+        "serve/server.py",
+        "edge/_methods.py",
+        "edge/_contents.py",
+    },
     # The SDK's HTTP client, held to the message caps at the client edge's transport.
     "httpx2": {"edge/_transport.py"},
     "keyring": {"trust/_keys.py"},

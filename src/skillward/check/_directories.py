@@ -24,7 +24,7 @@ from skillward.core.errors import (
     ServerRejected,
 )
 from skillward.core.wire import SkillEntry
-from skillward.edge.client import Budget
+from skillward.edge._paging import Budget
 
 
 @dataclass

@@ -23,7 +23,7 @@ from skillward.core.errors import (
 )
 from skillward.core.uris import fold_collisions
 from skillward.core.wire import SkillEntry, parse_entry
-from skillward.edge.client import Budget
+from skillward.edge._paging import Budget
 
 #: Pages the conformance suite follows (the Inspector follows 64).
 PORTABLE_PAGES = 50

@@ -29,7 +29,7 @@ from skillward.core.frontmatter import check_frontmatter, parse_skill_md
 from skillward.core.origins import Origin
 from skillward.core.verify import verify_file, verify_skill_md
 from skillward.core.wire import SkillEntry
-from skillward.edge.client import Budget
+from skillward.edge._paging import Budget
 
 #: Lines a SKILL.md body stays under (Agent Skills).
 MAX_BODY_LINES = 500

@@ -35,7 +35,8 @@ from skillward.core.errors import (
     SkillwardError,
     TransportError,
 )
-from skillward.edge.client import Budget, SkillsClient
+from skillward.edge._paging import Budget
+from skillward.edge.client import SkillsClient
 from skillward.edge.servers import ServerSpec
 
 __all__ = ["MAX_FINDINGS", "Finding", "ServerReport", "check_server"]
