@@ -166,7 +166,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     # The host's public names only, from skillward.host itself (PUBLIC_ONLY).
     "terminal": {"core", "trust", "host"},
     "cli": {*FOLDERS},
-    "serve": {"core", "edge"},
+    "serve": {"core", "edge", "serve"},
     "gateway": {"core", "edge", "trust", "cache", "host", "gateway"},
     "check": {"core", "edge", "check"},
 }
