@@ -29,7 +29,7 @@ CONFINED = {
     "keyring": {"trust/_keys.py"},
     "filelock": {"trust/_store.py"},
     "platformdirs": {"edge/_dirs.py"},
-    "rich": {"terminal/prompts.py"},
+    "rich": {"terminal/prompts.py", "terminal/_describe.py", "terminal/_render.py"},
     "yaml": {"core/frontmatter.py"},
     "uvicorn": {"serve/server.py"},
     # The disk cache's and the audit file's locks; the standard library, but POSIX-only
@@ -164,7 +164,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "cache": {"core", "edge", "cache"},
     "host": {"core", "edge", "trust", "cache", "host"},
     # The host's public names only, from skillward.host itself (PUBLIC_ONLY).
-    "terminal": {"core", "trust", "host"},
+    "terminal": {"core", "trust", "host", "terminal"},
     "cli": {*FOLDERS},
     "serve": {"core", "edge", "serve"},
     "gateway": {"core", "edge", "trust", "cache", "host", "gateway"},
