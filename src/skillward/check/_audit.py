@@ -12,7 +12,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from skillward.check.rules import Severity, rule
+from skillward.check._rule import Severity
+from skillward.check.rules import rule
 from skillward.core.config import Limits
 from skillward.core.errors import OriginError, ServerRejected, TransportError, printable
 from skillward.core.rules import Violation

@@ -25,7 +25,7 @@ from skillward.check._directories import directories
 from skillward.check._gets import get_probes, gets, instructions
 from skillward.check._listing import invalid_cursor, listing, listing_rules, second_walk
 from skillward.check._reads import read_probe, reads, resource_list
-from skillward.check.rules import Severity
+from skillward.check._rule import Severity
 from skillward.core._results import capability_violations
 from skillward.core.config import Limits
 from skillward.core.errors import (
