@@ -81,7 +81,11 @@ MODULES = sorted(p for p in PACKAGE.rglob("*.py") if "examples" not in p.relativ
 # rule: policy text in, a document out; an entry and a record in, a verdict out.
 PURE = sorted(
     [p for p in MODULES if where(p).startswith("core/")]
-    + [PACKAGE / "trust" / "_policyfile.py", PACKAGE / "trust" / "approvals.py"]
+    + [
+        PACKAGE / "trust" / "_policyfile.py",
+        PACKAGE / "trust" / "_policylines.py",
+        PACKAGE / "trust" / "approvals.py",
+    ]
 )
 
 
