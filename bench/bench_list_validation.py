@@ -16,8 +16,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _timing import best_of, report
+from skillward.core._fields import json_size
 from skillward.core.config import Limits
-from skillward.core.wire import json_size, parse_skills_page
+from skillward.core.wire import parse_skills_page
 
 ENTRIES = 10_000
 

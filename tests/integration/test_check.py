@@ -17,7 +17,7 @@ from skillward.check.runner import check_server
 from skillward.core.config import Limits
 from skillward.core.errors import DeadlineExceeded
 from skillward.edge.servers import HttpTransport, InMemoryTransport, ServerSpec, StdioTransport
-from skillward.serve.server import example_skills_dir
+from skillward.serve.catalog import example_skills_dir
 from tests.integration.test_cli import EXAMPLES, run
 from tests.support.hostile import build_hostile_tree
 from tests.support.listings import REPO_ROOT

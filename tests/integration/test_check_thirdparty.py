@@ -18,7 +18,7 @@ import pytest
 from skillward.check.report import outcome
 from skillward.check.runner import ServerReport, check_server
 from skillward.edge.servers import ServerSpec, StdioTransport
-from skillward.serve.server import example_skills_dir
+from skillward.serve.catalog import example_skills_dir
 from tests.support.listings import REPO_ROOT
 
 pytestmark = pytest.mark.anyio

@@ -13,7 +13,7 @@ import pexpect
 import pytest
 
 from skillward.cli.demonstrating import DEMO_TAMPERED_URI
-from skillward.serve.server import example_skills_dir
+from skillward.serve.catalog import example_skills_dir
 from tests.support.trees import build_tree, skill_md, write
 
 TIMEOUT = 60

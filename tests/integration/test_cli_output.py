@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from skillward.serve.server import example_skills_dir
+from skillward.serve.catalog import example_skills_dir
 from tests.integration.test_cli import EXAMPLES, run
 
 REFUNDS_DESCRIPTION = (

@@ -21,7 +21,7 @@ from skillward.core.errors import DeadlineExceeded
 from skillward.edge.client import Reaper, SkillsClient
 from skillward.edge.servers import ServerSpec, StdioTransport
 from skillward.host.skillhost import HostConfig, SkillHost
-from skillward.serve.server import example_skills_dir
+from skillward.serve.catalog import example_skills_dir
 from tests.support.misbehaving import deaf_argv
 
 pytestmark = [pytest.mark.anyio, pytest.mark.threat("T44")]

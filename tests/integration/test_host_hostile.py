@@ -39,12 +39,8 @@ from skillward.core.errors import (
 from skillward.edge._local import LocalSkillDir
 from skillward.edge.servers import HttpTransport, InMemoryTransport, ServerSpec, StdioTransport
 from skillward.host.skillhost import HostConfig, SkillHost
-from skillward.serve.server import (
-    SkillCatalog,
-    build_server,
-    build_skills_server,
-    example_skills_dir,
-)
+from skillward.serve.catalog import SkillCatalog, example_skills_dir
+from skillward.serve.server import build_server, build_skills_server
 from skillward.trust.approvals import ActivationRequest, Decision
 from skillward.trust.gates import CrossOriginRequest
 from tests.support.doubles import Approving, CrossOrigin

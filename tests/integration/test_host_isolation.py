@@ -31,7 +31,7 @@ from skillward.core.errors import (
 )
 from skillward.edge.servers import HttpTransport, ServerSpec, StdioTransport
 from skillward.host.skillhost import HostConfig, SkillHost
-from skillward.serve.server import example_skills_dir
+from skillward.serve.catalog import example_skills_dir
 from tests.support.doubles import Approving
 from tests.support.servers import http_server, http_server_process
 

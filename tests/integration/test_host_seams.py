@@ -17,7 +17,7 @@ from skillward.core.errors import DigestMismatch, ExecutionDenied, PolicyDenied
 from skillward.edge._local import LocalSkillDir
 from skillward.edge.servers import InMemoryTransport, ServerSpec, StdioTransport
 from skillward.host.skillhost import HostConfig, SkillHost
-from skillward.serve.server import example_skills_dir
+from skillward.serve.catalog import example_skills_dir
 from skillward.trust.approvals import ActivationRequest, Decision
 from skillward.trust.gates import ExecutionRequest
 from skillward.trust.policy import GrantKind, GrantMode, NoPolicy

@@ -36,7 +36,8 @@ from skillward.core.errors import (
 )
 from skillward.edge.servers import InMemoryTransport, ServerSpec, StdioTransport
 from skillward.host.skillhost import SkillHost
-from skillward.serve.server import build_skills_server, example_skills_dir
+from skillward.serve.catalog import example_skills_dir
+from skillward.serve.server import build_skills_server
 from skillward.trust._store import FileApprovalStore
 from skillward.trust.approvals import Scope
 from skillward.trust.book import ApprovalBook

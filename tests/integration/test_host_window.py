@@ -32,14 +32,8 @@ from skillward.core.errors import (
 from skillward.edge._local import LocalSkillDir
 from skillward.edge.servers import InMemoryTransport, ServerSpec
 from skillward.host.skillhost import HostConfig, SkillHost
-from skillward.serve.server import (
-    ServedFile,
-    ServedSkill,
-    SkillCatalog,
-    build_server,
-    build_skills_server,
-    example_skills_dir,
-)
+from skillward.serve.catalog import ServedFile, ServedSkill, SkillCatalog, example_skills_dir
+from skillward.serve.server import build_server, build_skills_server
 from skillward.trust.approvals import Decision
 from skillward.trust.gates import CrossOriginRequest
 from skillward.trust.policy import NoPolicy, Policy

@@ -19,7 +19,7 @@ import pytest
 from skillward.core.errors import ResponseTooLarge, ServerDisconnected, SizeMismatch
 from skillward.edge.servers import HttpTransport, ServerSpec, StdioTransport
 from skillward.host.skillhost import SkillHost
-from skillward.serve.server import example_skills_dir
+from skillward.serve.catalog import example_skills_dir
 from tests.support.doubles import Approving
 from tests.support.listings import REPO_ROOT
 from tests.support.servers import http_server, serve_argv

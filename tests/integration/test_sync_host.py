@@ -32,7 +32,8 @@ from skillward.core.errors import (
 )
 from skillward.edge.servers import InMemoryTransport, ServerSpec, StdioTransport
 from skillward.host.skillhost import HostConfig
-from skillward.serve.server import SkillCatalog, build_server
+from skillward.serve.catalog import SkillCatalog
+from skillward.serve.server import build_server
 from skillward.trust.approvals import ActivationRequest, Decision
 from tests.support.doubles import Approving, CrossOrigin, Execution
 from tests.support.trees import skill_md, write

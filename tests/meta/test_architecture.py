@@ -17,13 +17,19 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "skillward"
 CONFINED = {
     # The client edge (never _process.py, which starts stdio servers before it is imported).
     "mcp": {"edge/client.py", "edge/_transport.py", "serve/server.py"},
-    "mcp_types": {"edge/client.py", "edge/_transport.py", "serve/server.py", "edge/_methods.py"},
+    "mcp_types": {
+        "edge/client.py",
+        "edge/_transport.py",
+        "serve/server.py",
+        "edge/_methods.py",
+        "edge/_contents.py",
+    },
     # The SDK's HTTP client, held to the message caps at the client edge's transport.
     "httpx2": {"edge/_transport.py"},
     "keyring": {"trust/_keys.py"},
     "filelock": {"trust/_store.py"},
     "platformdirs": {"edge/_dirs.py"},
-    "rich": {"terminal/prompts.py"},
+    "rich": {"terminal/prompts.py", "terminal/_describe.py", "terminal/_render.py"},
     "yaml": {"core/frontmatter.py"},
     "uvicorn": {"serve/server.py"},
     # The disk cache's and the audit file's locks; the standard library, but POSIX-only
@@ -75,7 +81,11 @@ MODULES = sorted(p for p in PACKAGE.rglob("*.py") if "examples" not in p.relativ
 # rule: policy text in, a document out; an entry and a record in, a verdict out.
 PURE = sorted(
     [p for p in MODULES if where(p).startswith("core/")]
-    + [PACKAGE / "trust" / "_policyfile.py", PACKAGE / "trust" / "approvals.py"]
+    + [
+        PACKAGE / "trust" / "_policyfile.py",
+        PACKAGE / "trust" / "_policylines.py",
+        PACKAGE / "trust" / "approvals.py",
+    ]
 )
 
 
@@ -158,9 +168,9 @@ MAY_IMPORT: dict[str, set[str]] = {
     "cache": {"core", "edge", "cache"},
     "host": {"core", "edge", "trust", "cache", "host"},
     # The host's public names only, from skillward.host itself (PUBLIC_ONLY).
-    "terminal": {"core", "trust", "host"},
+    "terminal": {"core", "trust", "host", "terminal"},
     "cli": {*FOLDERS},
-    "serve": {"core", "edge"},
+    "serve": {"core", "edge", "serve"},
     "gateway": {"core", "edge", "trust", "cache", "host", "gateway"},
     "check": {"core", "edge", "check"},
 }

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skillward.edge.servers import InMemoryTransport, ServerSpec
-from skillward.serve.server import SkillCatalog, build_server
+from skillward.serve.catalog import SkillCatalog
+from skillward.serve.server import build_server
 from tests.support.trees import skill_md, write
 
 #: What a hostile skill would run, if anything ran it: it creates this file.

@@ -22,12 +22,8 @@ from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
 from skillward.core.verify import sha256_digest
-from skillward.serve.server import (
-    ServedFile,
-    ServedSkill,
-    SkillCatalog,
-    build_server,
-)
+from skillward.serve.catalog import ServedFile, ServedSkill, SkillCatalog
+from skillward.serve.server import build_server
 from tests.support.servers import run_server_process
 from tests.support.trees import skill_md, write
 

@@ -28,9 +28,9 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 
+from skillward.core._fields import EXTENSION_ID
 from skillward.core.config import Limits
 from skillward.core.errors import SkillwardError
-from skillward.core.wire import EXTENSION_ID
 from skillward.edge._methods import SkillsListParams
 from skillward.edge.servers import HttpTransport, ServerSpec, StdioTransport
 from tests.support.servers import http_server, run_server_process

@@ -41,10 +41,8 @@ import anyio
 from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
-from skillward.serve.server import (
-    SkillCatalog,
-    build_server,
-)
+from skillward.serve.catalog import SkillCatalog
+from skillward.serve.server import build_server
 from tests.support.servers import run_server_process
 
 MODES = (

@@ -19,10 +19,11 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
+from skillward.core._fields import EXTENSION_ID
 from skillward.core.verify import sha256_digest
-from skillward.core.wire import EXTENSION_ID
 from skillward.edge._methods import SkillsGetParams, SkillsListParams
-from skillward.serve.server import ServedFile, ServedSkill, SkillCatalog, build_server
+from skillward.serve.catalog import ServedFile, ServedSkill, SkillCatalog
+from skillward.serve.server import build_server
 from tests.support.trees import skill_md, write
 
 Original = Callable[[], Awaitable[Any]]

@@ -15,6 +15,7 @@ from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
+from skillward.core._fields import EXTENSION_ID
 from skillward.core.config import Limits
 from skillward.core.errors import (
     CapabilityMissing,
@@ -24,8 +25,8 @@ from skillward.core.errors import (
     ResponseTooLarge,
     ServerRejected,
 )
-from skillward.core.wire import EXTENSION_ID
-from skillward.edge.client import SkillsClient, _exact_bytes
+from skillward.edge._contents import exact_bytes
+from skillward.edge.client import SkillsClient
 from skillward.edge.servers import InMemoryTransport, ServerSpec
 
 pytestmark = [pytest.mark.anyio, pytest.mark.threat("T11")]
@@ -434,7 +435,7 @@ def test_any_blob_round_trips_byte_exact(data: bytes) -> None:
             types.BlobResourceContents(uri="skill://s/a", blob=base64.b64encode(data).decode())
         ]
     )
-    assert _exact_bytes(result, "skill://s/a", 4096) == data
+    assert exact_bytes(result, "skill://s/a", 4096) == data
 
 
 @given(st.text(max_size=300), st.integers(min_value=1, max_value=400))
@@ -445,7 +446,7 @@ def test_any_server_text_or_blob_gives_bytes_or_a_typed_error(text: str, cap: in
     ):
         result = types.ReadResourceResult(contents=[item])
         try:
-            data = _exact_bytes(result, "skill://s/a", cap)
+            data = exact_bytes(result, "skill://s/a", cap)
         except (InvalidResponse, ResponseTooLarge):
             continue
         assert len(data) <= cap

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skillward.core import _neutralise, context
+from skillward.core import _blockattrs, _neutralise, context
 from skillward.core.context import (
     CatalogItem,
     ContextBlock,
@@ -857,7 +857,7 @@ def test_json_kind_specific_fields() -> None:
 # --- purity ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module", [context, _neutralise], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [context, _blockattrs, _neutralise], ids=lambda m: m.__name__)
 def test_the_exit_point_does_no_io(module: ModuleType) -> None:
     allowed = {
         "__future__",
@@ -873,7 +873,12 @@ def test_the_exit_point_does_no_io(module: ModuleType) -> None:
         "typing",
         "unicodedata",
     }
-    ours = {"skillward.core.errors", "skillward.core.origins", "skillward.core._neutralise"}
+    ours = {
+        "skillward.core.errors",
+        "skillward.core.origins",
+        "skillward.core._neutralise",
+        "skillward.core._blockattrs",
+    }
     assert module.__file__ is not None
     tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
     imported: set[str] = set()
@@ -887,7 +892,7 @@ def test_the_exit_point_does_no_io(module: ModuleType) -> None:
     assert imported <= allowed, imported - allowed
 
 
-@pytest.mark.parametrize("module", [context, _neutralise], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [context, _blockattrs, _neutralise], ids=lambda m: m.__name__)
 def test_module_all_is_explicit_and_complete(module: ModuleType) -> None:
     for name in module.__all__:
         assert hasattr(module, name), name

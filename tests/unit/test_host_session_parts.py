@@ -31,7 +31,8 @@ from skillward.host._shared import Shared
 from skillward.host._tools import Tools
 from skillward.host._window import ActingWindow
 from skillward.host.types import HostConfig
-from skillward.serve.server import build_skills_server, example_skills_dir
+from skillward.serve.catalog import example_skills_dir
+from skillward.serve.server import build_skills_server
 from skillward.trust.approvals import Decision
 from skillward.trust.policy import GrantKind, GrantMode, NoPolicy, Policy
 from tests.support.doubles import Approving, CrossOrigin, Execution

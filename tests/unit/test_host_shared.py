@@ -35,7 +35,8 @@ from skillward.host._connections import Connections
 from skillward.host._shared import Shared
 from skillward.host._window import ActingWindow
 from skillward.host.types import Activation, HostConfig
-from skillward.serve.server import build_skills_server, example_skills_dir
+from skillward.serve.catalog import example_skills_dir
+from skillward.serve.server import build_skills_server
 from skillward.trust.audit import AuditTrail, read_events
 from skillward.trust.policy import NoPolicy, Policy
 from tests.support.doubles import Approving

@@ -14,6 +14,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from skillward.core._entries import entry_violations
+from skillward.core._results import (
+    capability_violations,
+    get_violations,
+    page_violations,
+    read_capability,
+)
 from skillward.core.config import Limits
 from skillward.core.errors import (
     CapabilityMissing,
@@ -28,16 +35,7 @@ from skillward.core.errors import (
 from skillward.core.frontmatter import parse_skill_md
 from skillward.core.uris import parse_uri
 from skillward.core.verify import sha256_digest, verify_file
-from skillward.core.wire import (
-    ResourceItem,
-    capability_violations,
-    entry_violations,
-    get_violations,
-    page_violations,
-    parse_entry,
-    parse_skills_page,
-    read_capability,
-)
+from skillward.core.wire import ResourceItem, parse_entry, parse_skills_page
 
 DIGEST = "sha256:" + "0" * 64
 

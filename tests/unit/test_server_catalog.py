@@ -26,13 +26,8 @@ from skillward.edge._tree import (
 )
 from skillward.edge.client import SkillsClient
 from skillward.edge.servers import InMemoryTransport, ServerSpec
-from skillward.serve.server import (
-    ServedSkill,
-    SkillCatalog,
-    SkillsServer,
-    build_server,
-    example_skills_dir,
-)
+from skillward.serve.catalog import ServedSkill, SkillCatalog, example_skills_dir
+from skillward.serve.server import SkillsServer, build_server
 from tests.support.trees import build_tree, skill_md, write
 
 

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from skillward.core._fields import check_skill_name, json_size
 from skillward.core.config import Limits
 from skillward.core.errors import ConfigError, InvalidEntry, InvalidResponse, SkillTooLarge
 from skillward.core.wire import (
@@ -18,8 +19,6 @@ from skillward.core.wire import (
     GetSkillResult,
     SkillEntry,
     SkillsCapability,
-    check_skill_name,
-    json_size,
     parse_entry,
     parse_skills_page,
 )

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillward._version import __version__
-from skillward.check.rules import RULES, Severity, rule
+from skillward.check._rule import Severity
+from skillward.check.rules import RULES, rule
 from skillward.check.runner import Finding, ServerReport
 from skillward.core.errors import ConfigError, printable
 

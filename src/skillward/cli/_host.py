@@ -45,7 +45,8 @@ from skillward.edge.servers import (
     parse_server_option,
 )
 from skillward.host.skillhost import HostConfig, SkillHost
-from skillward.terminal.prompts import OriginSummary, Terminal, TerminalApprover, error_json
+from skillward.terminal._render import OriginSummary, error_json
+from skillward.terminal.prompts import Terminal, TerminalApprover
 from skillward.trust.approvals import (
     ActivationRequest,
     Answer,

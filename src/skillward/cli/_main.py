@@ -90,7 +90,7 @@ def _output_closed() -> int:
 
     Whatever is still buffered, and Python's own flush at exit, goes to /dev/null.
     """
-    from skillward.terminal.prompts import to_devnull
+    from skillward.terminal._render import to_devnull
 
     for stream in (sys.stdout, sys.stderr):
         try:

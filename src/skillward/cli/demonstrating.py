@@ -70,7 +70,7 @@ class _Story:
             self.terminal.text(block.text())
 
     def error(self, error: SkillwardError) -> None:
-        from skillward.terminal.prompts import error_json
+        from skillward.terminal._render import error_json
 
         if self.as_json:
             self._keep("errors", error_json(error))

@@ -20,7 +20,7 @@ from skillward.core.errors import UsageError
 
 if TYPE_CHECKING:
     from skillward.cli._context import Commands
-    from skillward.serve.server import SkillCatalog
+    from skillward.serve.catalog import SkillCatalog
 
 __all__ = ["add_commands", "serve"]
 
@@ -84,8 +84,9 @@ def serve(args: argparse.Namespace) -> int:
     import anyio
 
     from skillward.serve import server  # imports mcp; only this command needs it
+    from skillward.serve.catalog import example_skills_dir
 
-    directory = args.directory or server.example_skills_dir()
+    directory = args.directory or example_skills_dir()
     if not directory.is_dir():
         raise UsageError(f"{directory} is not a directory")
     with _collected_once():
@@ -147,7 +148,7 @@ def _collected_once() -> Iterator[None]:
 
 def _catalog(args: argparse.Namespace, directory: Path) -> SkillCatalog:
     """The skills under ``directory``; what cannot be served is said on stderr."""
-    from skillward.serve.server import SkillCatalog
+    from skillward.serve.catalog import SkillCatalog
 
     catalog = SkillCatalog.from_directory(directory, unlisted=args.unlisted)
     for problem in catalog.problems:

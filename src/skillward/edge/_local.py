@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from skillward.core._fields import lint_frontmatter
 from skillward.core.config import Limits
 from skillward.core.errors import (
     ConfigError,
@@ -27,7 +28,6 @@ from skillward.core.labels import check_label
 from skillward.core.origins import Origin, SkillKey
 from skillward.core.registry import Declined, SkillRecord
 from skillward.core.uris import SKILL_FILE
-from skillward.core.wire import lint_frontmatter
 from skillward.edge._tree import TreeLimits, find_skill_dirs, read_regular_file, walk_files
 
 __all__ = [

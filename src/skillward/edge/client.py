@@ -22,14 +22,12 @@ to the host, which verifies them.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import logging
 import math
 import traceback
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from functools import partial
 from typing import Any, NoReturn
 
 import anyio
@@ -40,34 +38,29 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from skillward._version import __version__
+from skillward.core._fields import EXTENSION_ID
+from skillward.core._results import get_rule, read_capability
 from skillward.core.config import Limits
 from skillward.core.errors import (
     CapabilityMissing,
     DeadlineExceeded,
     InvalidEntry,
     InvalidResponse,
-    ListingRunaway,
-    ResponseTooLarge,
     ServerDisconnected,
     ServerRejected,
-    SkillTooLarge,
     SkillwardError,
     TransportError,
 )
 from skillward.core.wire import (
-    EXTENSION_ID,
     DirectoryChild,
-    DirectoryReadResult,
     GetSkillResult,
     SkillEntry,
     SkillsCapability,
     SkillsPage,
-    get_rule,
-    json_size,
     parse_skills_page,
-    read_capability,
 )
 from skillward.edge import _process, _transport
+from skillward.edge._contents import ResourceContent, content_of, exact_content
 from skillward.edge._methods import (
     DirectoryReadParams,
     DirectoryReadRequest,
@@ -75,6 +68,21 @@ from skillward.edge._methods import (
     SkillsGetRequest,
     SkillsListParams,
     SkillsListRequest,
+)
+from skillward.edge._paging import (
+    DIR_PAGINATION,
+    LIST_PAGINATION,
+    WIRE_CAPS,
+    Budget,
+    SkillListing,
+    check_bytes,
+    check_cursor,
+    check_directory_page,
+    check_page,
+    first_problem,
+    take_page,
+    walk_directory,
+    walk_listing,
 )
 from skillward.edge.servers import (
     HttpTransport,
@@ -85,10 +93,7 @@ from skillward.edge.servers import (
 )
 
 __all__ = [
-    "Budget",
     "Reaper",
-    "ResourceContent",
-    "SkillListing",
     "SkillsClient",
     "leaves",
     "translate",
@@ -99,58 +104,14 @@ Reaper = _process.Reaper
 
 logger = logging.getLogger("skillward")
 
-_MAX_CURSOR = 4096
-
 # The rules of docs/check.md the client edge enforces (see skillward.core.rules).
-_WIRE_CAPS = "SW-WIRE-001"
-_LIST_PAGINATION = "SW-LIST-002"
-_LIST_CURSOR = "SW-LIST-003"
-_LIST_BOUNDS = "SW-LIST-009"
 _GET_ECHO = "SW-GET-002"
-_READ_ONE = "SW-READ-003"
-_READ_ENCODING = "SW-READ-004"
-_READ_SIZE = "SW-READ-005"
-_DIR_SHAPE = "SW-DIR-003"
-_DIR_PAGINATION = "SW-DIR-008"
 
 
 class _RawResult(BaseModel):
     """Any result object, kept as received; skillward validates it itself."""
 
     model_config = ConfigDict(extra="allow", defer_build=True)
-
-
-@dataclass(slots=True)
-class Budget:
-    """What one listing walk has taken so far, held against the Limits."""
-
-    bytes: int = 0
-    entries: int = 0
-    files: int = 0
-    pages: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class ResourceContent:
-    """One ``resources/read`` content item, as received: its exact bytes, whether it came
-    as text (else a base64 blob), its MIME type and ``_meta``, unverified."""
-
-    uri: str
-    data: bytes
-    text: bool
-    mime_type: str | None
-    meta: dict[str, Any] | None
-
-
-@dataclass(frozen=True, slots=True)
-class SkillListing:
-    """A whole ``skills/list`` walk: valid entries, refused ones, and the first page's hints."""
-
-    entries: tuple[SkillEntry, ...]
-    rejected: tuple[InvalidEntry | SkillTooLarge, ...]
-    pages: int
-    ttl_ms: int | None
-    cache_scope: str | None
 
 
 def _target(
@@ -243,7 +204,7 @@ def _translate(
         # A message the transport refused: whatever the SDK made of it, it is that.
         refused = faults.explain(leaf)
         if refused is not None:
-            return refused.with_rule(_WIRE_CAPS).with_context(server=server, uri=uri)
+            return refused.with_rule(WIRE_CAPS).with_context(server=server, uri=uri)
     leaf = leaves[0] if leaves else error
     if isinstance(leaf, MCPError):
         if leaf.code == types.CONNECTION_CLOSED:
@@ -451,109 +412,15 @@ class SkillsClient:
 
     async def _page(self, cursor: str | None, spent: Budget) -> SkillsPage:
         raw = await self._request(SkillsListRequest(params=SkillsListParams(cursor=cursor)))
-        self._check_page(raw, spent)
-        page = parse_skills_page(raw, server=self.label, limits=self.limits)
-        next_cursor = page.next_cursor
-        if next_cursor is not None and len(next_cursor) > _MAX_CURSOR:
-            raise InvalidResponse(
-                f"nextCursor is longer than {_MAX_CURSOR} characters", rule=_LIST_CURSOR
-            )
-        return page
-
-    def _check_page(self, raw: dict[str, Any], spent: Budget) -> None:
-        """Refuse a page past the listing bounds before validating a single entry of it.
-
-        The transport has already held the message to ``Limits.message_bytes`` and
-        ``max_message_nodes`` and parsed it; what is bounded here is everything built
-        from it and kept.
-        """
-        limits = self.limits
-        skills = raw.get("skills")
-        if isinstance(skills, list):  # if not, parse_skills_page says what is wrong
-            # Cheapest first: counting entries, then files, then walking for the bytes.
-            spent.entries += len(skills)
-            if spent.entries > limits.max_list_entries:
-                raise ListingRunaway(
-                    f"the listing has more than {limits.max_list_entries} entries",
-                    rule=_LIST_BOUNDS,
-                )
-            spent.files += sum(
-                len(resources)
-                for skill in skills
-                if isinstance(skill, dict) and isinstance(resources := skill.get("resources"), list)
-            )
-            if spent.files > limits.max_listed_files:
-                raise ListingRunaway(
-                    f"the listing has more than {limits.max_listed_files} files",
-                    rule=_LIST_BOUNDS,
-                )
-        limits = self.limits
-        walk = ("listing", limits.max_listing_bytes)
-        self._check_bytes(
-            raw, "skills/list", limits.max_list_response_bytes, spent, walk, rule=_LIST_BOUNDS
-        )
-
-    @staticmethod
-    def _check_bytes(
-        raw: dict[str, Any],
-        method: str,
-        cap: int,
-        spent: Budget | None = None,
-        walk: tuple[str, int] | None = None,
-        *,
-        rule: str = _WIRE_CAPS,
-    ) -> None:
-        """Refuse one ``method`` result above ``cap`` bytes, or one that takes the walk it is
-        part of (``spent`` so far; its name and cap) past its cap, measured as JSON before
-        anything is built. ``rule``: the rule of docs/check.md the server broke."""
-        size = json_size(raw, limit=cap)
-        if size > cap:
-            raise ResponseTooLarge(f"a {method} result is larger than {cap} bytes", rule=rule)
-        if spent is not None and walk is not None:
-            name, most = walk
-            spent.bytes += size
-            if spent.bytes > most:
-                raise ListingRunaway(f"the {name} is larger than {most} bytes", rule=rule)
+        check_page(raw, spent, self.limits)
+        return check_cursor(parse_skills_page(raw, server=self.label, limits=self.limits))
 
     async def list_skills(self) -> SkillListing:
         """Walk every ``skills/list`` page within the configured bounds."""
         self.capability()
 
         async def operation() -> SkillListing:
-            entries: list[SkillEntry] = []
-            rejected: list[InvalidEntry | SkillTooLarge] = []
-            seen: set[str] = set()
-            cursor: str | None = None
-            first: SkillsPage | None = None
-            pages = 0
-            spent = Budget()
-            while True:
-                # In-process servers may answer without ever suspending; yield so the
-                # deadline can fire between pages.
-                await anyio.lowlevel.checkpoint()
-                if pages >= self.limits.max_list_pages:
-                    raise ListingRunaway(
-                        f"the listing did not end within {self.limits.max_list_pages} pages",
-                        rule=_LIST_PAGINATION,
-                    )
-                page = await self._page(cursor, spent)
-                pages += 1
-                first = first or page
-                entries.extend(page.entries)
-                rejected.extend(page.rejected)
-                cursor = page.next_cursor or None
-                if cursor is None:
-                    break
-                if cursor in seen:
-                    raise ListingRunaway("the listing repeated a cursor", rule=_LIST_PAGINATION)
-                seen.add(cursor)
-            return SkillListing(
-                entries=tuple(entries),
-                rejected=tuple(rejected),
-                pages=pages,
-                ttl_ms=first.ttl_ms,
-                cache_scope=first.cache_scope,
-            )
+            return await walk_listing(self._page, self.limits)
 
         listing: SkillListing = await self._run(operation)
         return listing
@@ -564,12 +431,12 @@ class SkillsClient:
 
         async def operation() -> SkillEntry:
             raw = await self._request(SkillsGetRequest(params=SkillsGetParams(uri=uri)))
-            self._check_bytes(raw, "skills/get", self.limits.max_get_response_bytes)
+            check_bytes(raw, "skills/get", self.limits.max_get_response_bytes)
             try:
                 result = GetSkillResult.model_validate(raw, context={"limits": self.limits})
             except ValidationError as exc:
                 raise InvalidEntry(
-                    f"invalid skills/get result: {_first_problem(exc)}", rule=get_rule(exc)
+                    f"invalid skills/get result: {first_problem(exc)}", rule=get_rule(exc)
                 ) from None
             if result.skill.uri != uri:
                 raise InvalidResponse(
@@ -614,8 +481,8 @@ class SkillsClient:
         async def operation() -> tuple[ResourceContent, ...]:
             result = await self._client.read_resource(uri, cache_mode="bypass")
             if exact:
-                return (_exact_content(result, uri, cap),)
-            return tuple(_content(item, cap) for item in result.contents)
+                return (exact_content(result, uri, cap),)
+            return tuple(content_of(item, cap) for item in result.contents)
 
         contents: tuple[ResourceContent, ...] = await self._run(operation, uri=uri)
         return contents
@@ -628,33 +495,7 @@ class SkillsClient:
             )
 
         async def operation() -> tuple[DirectoryChild, ...]:
-            children: list[DirectoryChild] = []
-            seen: set[str] = set()
-            cursor: str | None = None
-            spent = Budget()
-            for _ in range(self.limits.max_list_pages):
-                await anyio.lowlevel.checkpoint()
-                raw = await self._directory_page(uri, cursor, spent, len(children))
-                try:
-                    page = DirectoryReadResult.model_validate(raw, context={"limits": self.limits})
-                except ValidationError as exc:
-                    raise InvalidResponse(
-                        f"invalid resources/directory/read result: {_first_problem(exc)}",
-                        rule=_DIR_SHAPE,
-                    ) from None
-                children.extend(page.resources)
-                cursor = page.next_cursor or None
-                if cursor is None:
-                    return tuple(children)
-                if cursor in seen or len(cursor) > _MAX_CURSOR:
-                    raise ListingRunaway(
-                        "the directory listing repeated a cursor", rule=_DIR_PAGINATION
-                    )
-                seen.add(cursor)
-            raise ListingRunaway(
-                f"the directory listing did not end within {self.limits.max_list_pages} pages",
-                rule=_DIR_PAGINATION,
-            )
+            return await walk_directory(partial(self._directory_page, uri), self.limits)
 
         result: tuple[DirectoryChild, ...] = await self._run(operation, uri=uri)
         return result
@@ -665,23 +506,7 @@ class SkillsClient:
         raw = await self._request(
             DirectoryReadRequest(params=DirectoryReadParams(uri=uri, cursor=cursor))
         )
-        resources = raw.get("resources")
-        if isinstance(resources, list) and (
-            children + len(resources) > self.limits.max_directory_entries
-        ):
-            raise ListingRunaway(
-                f"the directory has more than {self.limits.max_directory_entries} entries",
-                rule=_DIR_PAGINATION,
-            )
-        self._check_bytes(
-            raw,
-            "resources/directory/read",
-            self.limits.max_directory_response_bytes,
-            spent,
-            ("directory listing", self.limits.max_directory_bytes),
-            rule=_DIR_PAGINATION,
-        )
-        return raw
+        return check_directory_page(raw, spent, children, self.limits)
 
     # --- raw results, for auditing a server (skillward check) ---------------------------
 
@@ -691,14 +516,9 @@ class SkillsClient:
         Needs only the extension to be declared."""
 
         async def operation() -> dict[str, Any]:
-            if budget.pages >= self.limits.max_list_pages:
-                raise ListingRunaway(
-                    f"the listing did not end within {self.limits.max_list_pages} pages",
-                    rule=_LIST_PAGINATION,
-                )
-            budget.pages += 1
+            take_page(budget, self.limits, "the listing", LIST_PAGINATION)
             raw = await self._request(SkillsListRequest(params=SkillsListParams(cursor=cursor)))
-            self._check_page(raw, budget)
+            check_page(raw, budget, self.limits)
             return raw
 
         raw: dict[str, Any] = await self._run(operation)
@@ -709,7 +529,7 @@ class SkillsClient:
 
         async def operation() -> dict[str, Any]:
             raw = await self._request(SkillsGetRequest(params=SkillsGetParams(uri=uri)))
-            self._check_bytes(raw, "skills/get", self.limits.max_get_response_bytes)
+            check_bytes(raw, "skills/get", self.limits.max_get_response_bytes)
             return raw
 
         raw: dict[str, Any] = await self._run(operation, uri=uri)
@@ -727,12 +547,7 @@ class SkillsClient:
             )
 
         async def operation() -> dict[str, Any]:
-            if budget.pages >= self.limits.max_list_pages:
-                raise ListingRunaway(
-                    f"the directory listing did not end within {self.limits.max_list_pages} pages",
-                    rule=_DIR_PAGINATION,
-                )
-            budget.pages += 1
+            take_page(budget, self.limits, "the directory listing", DIR_PAGINATION)
             return await self._directory_page(uri, cursor, budget, children)
 
         raw: dict[str, Any] = await self._run(operation, uri=uri)
@@ -743,18 +558,11 @@ class SkillsClient:
         self._require_resources()
 
         async def operation() -> dict[str, Any]:
-            if budget.pages >= self.limits.max_list_pages:
-                raise ListingRunaway(
-                    f"resources/list did not end within {self.limits.max_list_pages} pages",
-                    rule=_WIRE_CAPS,
-                )
-            budget.pages += 1
+            take_page(budget, self.limits, "resources/list", WIRE_CAPS)
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
             raw = await self._request(types.ListResourcesRequest(params=params))
             walk = ("resource listing", self.limits.max_listing_bytes)
-            self._check_bytes(
-                raw, "resources/list", self.limits.max_list_response_bytes, budget, walk
-            )
+            check_bytes(raw, "resources/list", self.limits.max_list_response_bytes, budget, walk)
             return raw
 
         raw: dict[str, Any] = await self._run(operation)
@@ -764,64 +572,3 @@ class SkillsClient:
 def _check_in_time(handshake: anyio.CancelScope, late: str, label: str) -> None:
     if handshake.cancel_called:  # the deadline fired just as the handshake ended
         raise DeadlineExceeded(late, server=label)
-
-
-def _first_problem(error: ValidationError) -> str:
-    detail = error.errors(include_url=False, include_input=False)[0]
-    where = ".".join(str(part) for part in detail["loc"])
-    return f"{where}: {detail['msg']}" if where else str(detail["msg"])
-
-
-def _too_large(cap: int) -> NoReturn:
-    raise ResponseTooLarge(f"the server sent more than {cap} bytes", rule=_READ_SIZE)
-
-
-def _exact_bytes(result: types.ReadResourceResult, uri: str, cap: int) -> bytes:
-    """The raw bytes of a single-file read: text as UTF-8, blobs strictly base64-decoded."""
-    return _exact_content(result, uri, cap).data
-
-
-def _exact_content(result: types.ReadResourceResult, uri: str, cap: int) -> ResourceContent:
-    """The one content item a read of a single file holds, for ``uri`` exactly; which item
-    is checked before any is decoded."""
-    if len(result.contents) != 1:
-        raise InvalidResponse(
-            f"expected one content item, got {len(result.contents)}", rule=_READ_ONE
-        )
-    item = result.contents[0]
-    if item.uri != uri:
-        raise InvalidResponse(
-            f"the content is for a different URI, {item.uri[:300]!r}", rule=_READ_ONE
-        )
-    return _content(item, cap)
-
-
-def _content(item: Any, cap: int) -> ResourceContent:
-    """One content item's exact bytes: text as UTF-8, blobs strictly base64-decoded."""
-    meta = item.meta if isinstance(item.meta, dict) else None
-    if isinstance(item, types.TextResourceContents):
-        if len(item.text) > cap:  # at least one byte per character
-            _too_large(cap)
-        try:
-            data = item.text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidResponse(
-                "the text content is not valid Unicode", rule=_READ_ENCODING
-            ) from None
-        text = True
-    elif isinstance(item, types.BlobResourceContents):
-        blob = item.blob
-        if len(blob) > 4 * ((cap + 2) // 3):
-            _too_large(cap)
-        if len(blob) % 4:
-            raise InvalidResponse("the blob is not valid base64", rule=_READ_ENCODING)
-        try:
-            data = base64.b64decode(blob, validate=True)
-        except (binascii.Error, ValueError):
-            raise InvalidResponse("the blob is not valid base64", rule=_READ_ENCODING) from None
-        text = False
-    else:  # pragma: no cover - the SDK only produces the two kinds
-        raise InvalidResponse("unknown content kind")
-    if len(data) > cap:
-        _too_large(cap)
-    return ResourceContent(item.uri, data, text, item.mime_type, meta)

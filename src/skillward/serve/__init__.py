@@ -1,5 +1,5 @@
 """``skillward serve``: the reference SEP-2640 server. The library never imports it;
 only the command line does.
 
-May import: ``core`` and ``edge``.
+May import: ``core``, ``edge`` and ``serve``.
 """

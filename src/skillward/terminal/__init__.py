@@ -1,5 +1,5 @@
 """The terminal: all output to a person and the prompts that ask them (the only layer
 importing rich).
 
-May import: ``core``, ``trust``, and the host's public types.
+May import: ``core``, ``trust``, ``terminal``, and the host's public types.
 """

@@ -1,4 +1,4 @@
-"""The terminal: approval prompts and readable output (the only module importing rich).
+"""The terminal: approval prompts and readable output (over ``_render`` and ``_describe``).
 
 Everything shown here that came from a server (names, descriptions, URIs,
 ``serverInfo.name``) is untrusted: it is escaped for rich markup and stripped of
@@ -7,15 +7,12 @@ control, bidi and invisible characters before it reaches the terminal.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import sys
 import textwrap
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import IO, TextIO
+from typing import TextIO
 
 import anyio.to_thread
 from rich.console import Console, Group, RenderableType
@@ -28,12 +25,23 @@ from rich.text import Text
 from skillward.core.context import CatalogItem, ContextBlock
 from skillward.core.errors import NoTerminal, SkillwardError, printable
 from skillward.core.registry import Collision, Declined, SkillRecord
-from skillward.core.wire import SkillEntry
+from skillward.terminal._describe import describe_question
+from skillward.terminal._render import (
+    OriginSummary,
+    SafeConsole,
+    choose,
+    error_json,
+    file_table,
+    origin_heading,
+    origin_name,
+    plural,
+    safe,
+    short_digest,
+)
 from skillward.trust.approvals import (
     ActivationRequest,
     Answer,
     ApprovalRecord,
-    Change,
     Decision,
     Grants,
     Question,
@@ -43,124 +51,11 @@ from skillward.trust.audit import AuditEvent
 from skillward.trust.gates import CrossOriginRequest, ExecutionRequest
 
 __all__ = [
-    "OriginSummary",
     "Terminal",
     "TerminalApprover",
     "TerminalCrossOriginGate",
     "TerminalExecutionGate",
-    "error_json",
-    "to_devnull",
 ]
-
-
-def _safe(text: object, limit: int = 300) -> str:
-    return escape(printable(str(text), limit=limit))
-
-
-def _size(n: int) -> str:
-    if n < 1024:
-        return f"{n} B"
-    if n < 1024 * 1024:
-        return f"{n / 1024:.1f} KiB"
-    return f"{n / (1024 * 1024):.1f} MiB"
-
-
-def _origin(record_origin_kind: str, label: str) -> str:
-    return f"MCP server {label}" if record_origin_kind == "mcp" else f"local skills {label}"
-
-
-def _short_digest(digest: str) -> str:
-    """The algorithm and the first 12 hex digits: enough to compare by eye."""
-    algorithm, _, hexdigest = digest.partition(":")
-    return f"{algorithm}:{hexdigest[:12]}"
-
-
-def _origin_heading(summary: OriginSummary) -> Text:
-    heading = Text(_origin(summary.kind, summary.label), style="bold")
-    if summary.target:
-        heading.append(f"  {printable(summary.target, limit=300)}", style="dim")
-    if summary.kind == "mcp" and summary.reported_name:
-        heading.append(
-            f"  (reports its name as {printable(summary.reported_name, limit=80)!r}, unverified)",
-            style="dim",
-        )
-    return heading
-
-
-def error_json(error: SkillwardError) -> dict[str, object]:
-    """An error as ``--json`` prints it: its type, one-line text, hint and exit code."""
-    return {
-        "error": type(error).__name__,
-        "message": str(error),
-        "hint": printable(error.hint, limit=500) if error.hint else None,
-        "server": error.server,
-        "uri": printable(error.uri) if error.uri is not None else None,
-        "exit_code": error.exit_code,
-    }
-
-
-@dataclass(frozen=True, slots=True)
-class OriginSummary:
-    """One origin as ``list`` shows it: where it is, and what is wrong with it, if anything."""
-
-    kind: str
-    label: str
-    #: How it is reached: a command line or URL, or the local directory.
-    target: str
-    #: ``serverInfo.name`` as the server reported it (unverified).
-    reported_name: str | None = None
-    #: Why it offers nothing: failed to connect, disconnected, or no skills extension.
-    problem: str | None = None
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def _relative(root: str, uri: str) -> str:
-    return uri.removeprefix(root + "/")
-
-
-def _file_table(entry: SkillEntry, path_column: str, *, compact: bool = False) -> Table:
-    """Every file of a (not dynamic) entry, sorted: its path from the skill root, its size
-    and a short digest."""
-    title = f"{_plural(len(entry.manifest), 'file')}, {_size(entry.total_size)}"
-    table = (
-        Table(title=title, title_justify="left", box=None, padding=(0, 2, 0, 0))
-        if compact
-        else Table(title=title)
-    )
-    table.add_column(path_column, overflow="fold")
-    table.add_column("size", justify="right", no_wrap=True)
-    table.add_column("digest", no_wrap=True)
-    root = str(entry.root)
-    for uri in sorted(entry.manifest):
-        item = entry.manifest[uri]
-        path = _safe(_relative(root, uri), 2000)
-        table.add_row(path, _size(item.size), _short_digest(item.digest))
-    return table
-
-
-class _Console(Console):
-    """A console whose reader may go away (``skillward show REF | head -3``)."""
-
-    def on_broken_pipe(self) -> None:
-        # rich exits with status 1 here; skillward ends quietly instead (the command line
-        # returns 0).
-        self.quiet = True
-        to_devnull(self.file)
-        raise BrokenPipeError
-
-
-def to_devnull(stream: IO[str]) -> None:
-    """Point ``stream``'s descriptor at /dev/null: its reader went away, so later writes,
-    Python's flush at exit included, are dropped instead of failing."""
-    with contextlib.suppress(OSError, ValueError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, stream.fileno())
-        finally:
-            os.close(devnull)
 
 
 class Terminal:
@@ -173,8 +68,8 @@ class Terminal:
     def __init__(
         self, out: TextIO | None = None, err: TextIO | None = None, *, json_errors: bool = False
     ) -> None:
-        self.out = _Console(file=out or sys.stdout, highlight=False)
-        self.err = _Console(file=err or sys.stderr, highlight=False)
+        self.out = SafeConsole(file=out or sys.stdout, highlight=False)
+        self.err = SafeConsole(file=err or sys.stderr, highlight=False)
         self.json_errors = json_errors
 
     def json(self, data: object) -> None:
@@ -197,7 +92,7 @@ class Terminal:
         self.err.print(json.dumps(data, ensure_ascii=True), soft_wrap=True)
 
     def note(self, text: str) -> None:
-        self.err.print(f"[dim]{_safe(text, 500)}[/dim]")
+        self.err.print(f"[dim]{safe(text, 500)}[/dim]")
 
     def server_log(self, label: str, path: str, lines: Sequence[str]) -> None:
         """The last lines a server wrote to its stderr, and where the whole log is.
@@ -209,7 +104,7 @@ class Terminal:
             self.note(f"server {label!r} wrote nothing to stderr (log: {path})")
             return
         self.note(
-            f"server {label!r} stderr, last {_plural(len(lines), 'line')} "
+            f"server {label!r} stderr, last {plural(len(lines), 'line')} "
             f"(full log: {path}, or: skillward logs {label}):"
         )
         for line in lines:
@@ -217,17 +112,17 @@ class Terminal:
 
     def confirm(self, question: str, *, stdin: TextIO | None = None) -> bool:
         """Ask ``question`` on stderr; only **y** is yes (Enter and end of input are no)."""
-        self.err.print(_safe(question, 500), soft_wrap=True)
+        self.err.print(safe(question, 500), soft_wrap=True)
         choices = {"y": "[bold]y[/bold]es", "n": "[bold]n[/bold]o"}
-        return _choose(self.err, stdin or sys.stdin, choices, "n") == "y"
+        return choose(self.err, stdin or sys.stdin, choices, "n") == "y"
 
     def error(self, error: SkillwardError) -> None:
         if self.json_errors:
             self.json_error(error_json(error))
             return
-        line = f"[red]skillward:[/red] {_safe(str(error), 2000)}"
+        line = f"[red]skillward:[/red] {safe(str(error), 2000)}"
         if error.hint:
-            line += f"\n  [dim]hint: {_safe(error.hint, 500)}[/dim]"
+            line += f"\n  [dim]hint: {safe(error.hint, 500)}[/dim]"
         # One line each, for the error and its hint: the terminal wraps, grep still matches.
         self.err.print(line, soft_wrap=True)
 
@@ -256,7 +151,7 @@ class Terminal:
         if not summaries:
             self.out.print("[dim]No skills.[/dim]")
         for label, summary in summaries.items():
-            self.out.print(_origin_heading(summary))
+            self.out.print(origin_heading(summary))
             if summary.problem:
                 self._indented(printable(summary.problem, limit=500), 2, style="yellow")
             group = by_origin.get(label, [])
@@ -269,9 +164,9 @@ class Terminal:
                 self.out.print(ref, soft_wrap=True)
                 self._indented(printable(item.description, limit=1024), 6)
         for collision in collisions:
-            self.out.print(f"[yellow]collision:[/yellow] {_safe(collision.message, 500)}")
+            self.out.print(f"[yellow]collision:[/yellow] {safe(collision.message, 500)}")
         for refused in declined:
-            self.out.print(f"[red]declined:[/red] {_safe(str(refused.error), 500)}")
+            self.out.print(f"[red]declined:[/red] {safe(str(refused.error), 500)}")
 
     def _indented(self, text: str, indent: int, *, style: str | None = None) -> None:
         """``text`` wrapped at the terminal's width below an indent: wrapped, never cut."""
@@ -281,25 +176,25 @@ class Terminal:
         self.out.print(Text(wrapped, style=style or ""), soft_wrap=True)
 
     def entry(self, record: SkillRecord, qualified: str) -> None:
-        origin = _origin(record.origin.kind, record.origin.label)
+        origin = origin_name(record.origin.kind, record.origin.label)
         lines = [
-            f"[bold]{_safe(qualified)}[/bold]  ({origin})",
-            f"name: {_safe(record.name)}",
-            f"description: {_safe(record.description, 1024)}",
+            f"[bold]{safe(qualified)}[/bold]  ({origin})",
+            f"name: {safe(record.name)}",
+            f"description: {safe(record.description, 1024)}",
         ]
         if record.origin.is_mcp and record.origin.detail:
             lines.append(
-                f"server reports its name as {_safe(record.origin.detail, 80)} (unverified)"
+                f"server reports its name as {safe(record.origin.detail, 80)} (unverified)"
             )
         entry = record.entry
         if entry is not None:
-            lines.append(f"uri: {_safe(entry.uri)}")
+            lines.append(f"uri: {safe(entry.uri)}")
             if not record.listed:
                 lines.append(
                     "[yellow]not in the server's listing; confirmed with skills/get[/yellow]"
                 )
         else:
-            lines.append(f"directory: {_safe(record.directory)}")
+            lines.append(f"directory: {safe(record.directory)}")
         self.out.print(Panel("\n".join(lines), expand=False))
         if entry is not None:
             self.out.print("frontmatter:")
@@ -311,7 +206,7 @@ class Terminal:
             if entry.is_dynamic:
                 self.out.print("[yellow]resources: dynamic (content cannot be verified)[/yellow]")
                 return
-            self.out.print(_file_table(entry, "path (from the skill root)"))
+            self.out.print(file_table(entry, "path (from the skill root)"))
 
     def approvals(self, records: Sequence[ApprovalRecord]) -> None:
         """Remembered approvals, revoked ones marked as such."""
@@ -321,14 +216,14 @@ class Terminal:
         for record in records:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(record.granted_at))
             status = (
-                f"[red]revoked[/red]: {_safe(record.revoked, 300)}"
+                f"[red]revoked[/red]: {safe(record.revoked, 300)}"
                 if record.revoked
-                else _plural(len(record.files or ()), "file")
+                else plural(len(record.files or ()), "file")
             )
             table.add_row(
-                _safe(f"{record.label}:{record.name}"),
-                _safe(record.uri, 2000),
-                _safe(record.identity, 2000),
+                safe(f"{record.label}:{record.name}"),
+                safe(record.uri, 2000),
+                safe(record.identity, 2000),
                 when,
                 status,
             )
@@ -345,7 +240,7 @@ class Terminal:
                 for name, value in (
                     ("scope", event.scope),
                     ("resource", event.resource_uri),
-                    ("content", _short_digest(event.content_hash) if event.content_hash else None),
+                    ("content", short_digest(event.content_hash) if event.content_hash else None),
                 )
                 if value
             ]
@@ -356,7 +251,7 @@ class Terminal:
         if not events:
             self.note("no audit events")
         if skipped:
-            self.note(f"{_plural(skipped, 'line')} of the audit file skipped (not events)")
+            self.note(f"{plural(skipped, 'line')} of the audit file skipped (not events)")
 
     def block(self, block: ContextBlock, *, as_json: bool) -> None:
         if as_json:
@@ -406,122 +301,14 @@ class TerminalApprover(_AtTerminal):
 
     def describe(self, question: Question | ActivationRequest) -> Group:
         """Everything a careful person needs to decide on one skill."""
-        if isinstance(question, ActivationRequest):
-            question = Question(question)
-        request = question.request
-        record = request.record
-        facts = Table.grid(padding=(0, 2))
-        facts.add_column(style="bold", no_wrap=True)
-        facts.add_column(overflow="fold")
-        facts.add_row("skill", _safe(record.name))
-        origin = _origin(record.origin.kind, record.origin.label)
-        if request.identity:
-            origin += f", reached by {_safe(request.identity, 2000)}"
-        facts.add_row("from", origin)
-        if record.origin.is_mcp and record.origin.detail:
-            facts.add_row(
-                "", f"reports its name as {_safe(record.origin.detail, 200)} (unverified)"
-            )
-        entry = record.entry
-        if entry is not None:
-            facts.add_row("uri", _safe(entry.uri, 2000))
-        else:
-            facts.add_row("directory", _safe(record.directory, 2000))
-        facts.add_row("description", _safe(record.description, 4096))
-        fields = entry.frontmatter.as_dict() if entry else {}
-        if "license" in fields:
-            facts.add_row("license", _safe(fields["license"], 2000))
-        parts: list[RenderableType] = [facts]
-        if record.origin.is_mcp:
-            parts.append(
-                "[yellow]Its text is written by the server and reaches the model as "
-                "untrusted input.[/yellow]"
-            )
-        if entry is not None:
-            parts.append(self._files(entry))
-        if question.change:
-            parts.append(self._change(question.change, entry.root if entry else None))
-        requests = self._not_granted(question)
-        if requests:
-            parts.append(requests)
-        if request.nested_in:
-            enclosing = ", ".join(_safe(key.locator) for key in request.nested_in)
-            parts.append(
-                f"[yellow]It is nested inside {enclosing}; approving that skill did not "
-                "approve this one.[/yellow]"
-            )
-        for collision in request.collisions:
-            parts.append(f"[yellow]collision:[/yellow] {_safe(collision, 1000)}")
-        if question.remember_unavailable:
-            parts.append(
-                f"[dim]remember is not offered: {_safe(question.remember_unavailable, 500)}[/dim]"
-            )
-        return Group(*parts)
-
-    def _files(self, entry: SkillEntry) -> RenderableType:
-        if entry.is_dynamic:
-            return "[red]Its content is dynamic and cannot be verified.[/red]"
-        return _file_table(entry, "file", compact=True)
-
-    def _change(self, change: Change, root: object) -> RenderableType:
-        prefix = str(root) if root is not None else ""
-        lines = ["[bold yellow]Changed since it was approved:[/bold yellow]"]
-        for sign, files, what in (
-            ("~", change.modified, "changed"),
-            ("+", change.added, "added"),
-            ("-", change.removed, "removed"),
-        ):
-            lines.extend(f"  {sign} {_safe(_relative(prefix, u), 2000)} ({what})" for u in files)
-        if change.frontmatter:
-            shown = ", ".join(_safe(name, 100) for name in change.frontmatter)
-            lines.append(f"  frontmatter fields changed: {shown}")
-        if change.server:
-            before, after = change.server
-            lines.append(
-                f"  the label now reaches another server: was {_safe(before, 2000)}, "
-                f"now {_safe(after, 2000)}"
-            )
-        if change.dynamic is not None:
-            lines.append("  now dynamic" if change.dynamic else "  no longer dynamic")
-        if change.revoked:
-            lines.append(f"  the approval was revoked: {_safe(change.revoked, 500)}")
-        return Text.from_markup("\n".join(lines), overflow="fold")
-
-    def _not_granted(self, question: Question) -> RenderableType | None:
-        request = question.request
-        lines = []
-        tools = request.requested_tools
-        if request.allowed_tools and not tools:
-            lines.append(
-                f"  allowed-tools: {_safe(request.allowed_tools, 2000)} (not a space-separated "
-                "list of tools: nothing can be granted)"
-            )
-        elif tools and not request.record.origin.is_mcp:
-            lines.append("  allowed-tools (a local skill: the host's own rules apply):")
-        elif tools and not request.tools_grantable:
-            lines.append("  allowed-tools (the administrator's policy forbids granting them):")
-        elif tools and question.grant_tools:
-            lines.append("  allowed-tools, [bold]granted with the approval (--grant-tools)[/bold]:")
-        elif tools:
-            lines.append("  allowed-tools (asked about separately after you approve):")
-        lines.extend(f"    - {_safe(tool, 500)}" for tool in tools)
-        if request.hooks:
-            lines.append(f"  hooks: {_safe(request.hooks, 2000)} (never run)")
-        entry = request.record.entry
-        for uri in request.nested_skill_files:
-            where = _relative(str(entry.root), uri) if entry else uri
-            lines.append(f"  nested skill {_safe(where, 2000)} (needs its own approval)")
-        if not lines:
-            return None
-        head = "[yellow]It asks for more; approving it does not grant these:[/yellow]"
-        return Text.from_markup("\n".join([head, *lines]), overflow="fold")
+        return describe_question(question)
 
     # --- asking -----------------------------------------------------------------------
 
     def _read(self, choices: list[str]) -> str:
         """One of ``choices``. Enter and end of input mean deny; anything not offered is
         asked again."""
-        return _choose(self.console, self.stdin, {c: _CHOICE_TEXT[c] for c in choices}, "d")
+        return choose(self.console, self.stdin, {c: _CHOICE_TEXT[c] for c in choices}, "d")
 
     async def _tools(self, question: Question) -> Grants:
         """The tool grant: a separate, explicit choice after approving, listing each tool."""
@@ -532,15 +319,15 @@ class TerminalApprover(_AtTerminal):
         if question.grant_tools:
             return Grants(tools=tools)
         lines = [
-            f"[bold]{_safe(request.record.name)}[/bold] asks for these tools while the model "
+            f"[bold]{safe(request.record.name)}[/bold] asks for these tools while the model "
             "acts on it:",
-            *(f"  - {_safe(tool, 500)}" for tool in tools),
+            *(f"  - {safe(tool, 500)}" for tool in tools),
             "Approving the skill did not grant them. Granted, they stay with this approval "
             "and end when the skill changes.",
         ]
         self._show(Text.from_markup("\n".join(lines), overflow="fold"))
         choices = {"g": "[bold]g[/bold]rant these tools", "n": "[bold]n[/bold]o"}
-        choice = await anyio.to_thread.run_sync(_choose, self.console, self.stdin, choices, "n")
+        choice = await anyio.to_thread.run_sync(choose, self.console, self.stdin, choices, "n")
         return Grants(tools=tools) if choice == "g" else Grants()
 
     async def _view(self, request: ActivationRequest) -> None:
@@ -622,22 +409,6 @@ class TerminalApprover(_AtTerminal):
         return False
 
 
-def _choose(console: Console, stdin: TextIO, choices: dict[str, str], default: str) -> str:
-    """One key of ``choices`` read from ``stdin``. Enter and end of input mean ``default``
-    (always the refusal); anything not offered is asked again."""
-    offered = ", ".join(choices.values())
-    while True:
-        console.print(f"{offered}? [dim]({default})[/dim]: ", end="", soft_wrap=False)
-        line = stdin.readline()
-        if not line:
-            console.print()
-            return default
-        answer = line.strip().lower()[:1] or default
-        if answer in choices:
-            return answer
-        console.print(f"Please answer one of: {', '.join(choices)}.")
-
-
 class _TerminalGate(_AtTerminal):
     """Asks the person at the terminal about one gate decision; no terminal means deny."""
 
@@ -645,7 +416,7 @@ class _TerminalGate(_AtTerminal):
         if not self.stdin.isatty():
             self.terminal.note("denied: no terminal to ask")
             return "d"
-        return await anyio.to_thread.run_sync(_choose, self.console, self.stdin, choices, "d")
+        return await anyio.to_thread.run_sync(choose, self.console, self.stdin, choices, "d")
 
 
 class TerminalExecutionGate(_TerminalGate):
@@ -655,19 +426,19 @@ class TerminalExecutionGate(_TerminalGate):
 
     async def decide(self, request: ExecutionRequest) -> Decision:
         skill = request.skill
-        where = f"server {_safe(skill.origin)}" if skill else "an MCP server"
+        where = f"server {safe(skill.origin)}" if skill else "an MCP server"
         if request.identity:
-            where += f", reached by {_safe(request.identity, 2000)}"
+            where += f", reached by {safe(request.identity, 2000)}"
         lines = [
-            f"The model wants to run [bold]{_safe(request.tool, 200)}[/bold] while it acts on "
-            f"skill [bold]{_safe(request.name or '?')}[/bold] from {where}.",
+            f"The model wants to run [bold]{safe(request.tool, 200)}[/bold] while it acts on "
+            f"skill [bold]{safe(request.name or '?')}[/bold] from {where}.",
         ]
         if skill is not None:
-            lines.append(f"  skill uri: {_safe(skill.locator, 2000)}")
-        lines.append(f"  command: {_safe(request.detail or '(no arguments)', 4000)}")
+            lines.append(f"  skill uri: {safe(skill.locator, 2000)}")
+        lines.append(f"  command: {safe(request.detail or '(no arguments)', 4000)}")
         others = [k for k in request.acting if k != skill]
         if others:
-            shown = ", ".join(f"{_safe(k.origin)}:{_safe(k.locator)}" for k in others)
+            shown = ", ".join(f"{safe(k.origin)}:{safe(k.locator)}" for k in others)
             lines.append(f"  also acting on: {shown} (each is asked about)")
         lines.append(
             "[yellow]The skill's text is written by its server; it may be asking the model "
@@ -692,11 +463,11 @@ class TerminalCrossOriginGate(_TerminalGate):
     naming the server read and every server whose text is in context. Never remembered."""
 
     async def decide(self, request: CrossOriginRequest) -> Decision:
-        acting = ", ".join(_safe(label) for label in request.acting)
+        acting = ", ".join(safe(label) for label in request.acting)
         lines = [
-            f"The model wants to read from server [bold]{_safe(request.target)}[/bold] while "
+            f"The model wants to read from server [bold]{safe(request.target)}[/bold] while "
             f"text from server {acting} is in its context.",
-            f"  uri: {_safe(request.uri, 2000)}",
+            f"  uri: {safe(request.uri, 2000)}",
             "[yellow]Text from one server can steer the model into reading another: allow "
             "it only if you asked for this.[/yellow]",
         ]

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import re
 import tomllib
 import types
 from collections.abc import Callable, Mapping
@@ -38,6 +37,13 @@ from pydantic import (
 from skillward.core.config import SEP_MAX_SKILL_BYTES
 from skillward.core.errors import InvalidUri, printable
 from skillward.core.uris import skill_root_of
+from skillward.trust._policylines import (
+    TOML_ERROR_LINE,
+    KeyPath,
+    element_offsets,
+    locate,
+    nearest,
+)
 
 __all__ = [
     "UNUSABLE",
@@ -56,8 +62,6 @@ __all__ = [
 VERSION = 1
 #: How a fatal problem's message ends.
 UNUSABLE = "; the file cannot be used"
-
-Path_ = tuple[str | int, ...]
 
 
 def _printable(text: str) -> str:
@@ -253,7 +257,7 @@ class ParsedPolicy:
     source: str
     document: PolicyFile | None
     problems: tuple[PolicyProblem, ...]
-    lines: Mapping[Path_, int]
+    lines: Mapping[KeyPath, int]
 
     @property
     def fatal(self) -> PolicyProblem | None:
@@ -261,15 +265,7 @@ class ParsedPolicy:
 
     def line(self, *path: str | int) -> int | None:
         """The line ``path`` was set on, or the nearest enclosing table's."""
-        return _nearest(self.lines, path)
-
-
-def _nearest(lines: Mapping[Path_, int], path: Path_) -> int | None:
-    while path:
-        if path in lines:
-            return lines[path]
-        path = path[:-1]
-    return None
+        return nearest(self.lines, path)
 
 
 def policy_keys() -> list[str]:
@@ -310,100 +306,6 @@ def policy_schema() -> dict[str, Any]:
     return schema
 
 
-# --- locating keys in the text ---------------------------------------------------------------
-
-_ARRAY_TABLE = re.compile(r"\s*\[\[\s*([^\[\]#]+?)\s*\]\]")
-_TABLE = re.compile(r"\s*\[\s*([^\[\]#]+?)\s*\]")
-_ASSIGN = re.compile(
-    r"\s*((?:[A-Za-z0-9_\-]+|\"[^\"\n]*\"|'[^'\n]*')(?:\s*\.\s*(?:[A-Za-z0-9_\-]+|\"[^\"\n]*\"|'[^'\n]*'))*)\s*="
-)
-_TOML_ERROR_LINE = re.compile(r"at line (\d+)")
-
-
-def _key_path(text: str) -> tuple[str, ...]:
-    parts = re.findall(r"[A-Za-z0-9_\-]+|\"[^\"\n]*\"|'[^'\n]*'", text)
-    return tuple(part.strip("\"'") for part in parts)
-
-
-def _locate(text: str) -> dict[Path_, int]:
-    """Where each key and table is set, by its path (``("pins", 0, "server")``).
-
-    Only for messages: a line this misses is reported as its table's line instead.
-    """
-    found: dict[Path_, int] = {}
-    table: Path_ = ()
-    arrays: dict[tuple[str, ...], int] = {}
-    in_string: str | None = None
-    for number, line in enumerate(text.splitlines(), 1):
-        if in_string is not None:
-            if line.count(in_string) % 2 == 1:
-                in_string = None
-            continue
-        if match := _ARRAY_TABLE.match(line):
-            name = _key_path(match.group(1))
-            index = arrays.get(name, -1) + 1
-            arrays[name] = index
-            table = (*name, index)
-        elif match := _TABLE.match(line):
-            table = _key_path(match.group(1))
-        elif match := _ASSIGN.match(line):
-            found.setdefault((*table, *_key_path(match.group(1))), number)
-            rest = line[match.end() :]
-            for quote in ('"""', "'''"):
-                if rest.count(quote) % 2 == 1:
-                    in_string = quote
-            continue
-        else:
-            continue
-        found.setdefault(table, number)
-    return found
-
-
-# One TOML token: a string (multi-line first), a comment, punctuation, a bare value, space.
-_TOKEN = re.compile(
-    r'"""(?:[^\\]|\\.)*?"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\''
-    r"|#[^\n]*|[\[\]{},]|[^\s\[\]{},#\"']+|\s+",
-    re.DOTALL,
-)
-
-
-def _element_offsets(text: str, start: int, key: str) -> list[int] | None:
-    """Where each element of the array assigned to ``key`` at offset ``start`` begins.
-
-    One pass over the array's tokens, so a long list costs no more than its text. None
-    if ``start`` does not assign ``key`` an array.
-    """
-    assign = _ASSIGN.match(text, start)
-    if assign is None or _key_path(assign.group(1))[-1:] != (key,):
-        return None
-    pos, depth, expecting = assign.end(), 0, False
-    found: list[int] = []
-    while (token := _TOKEN.match(text, pos)) is not None:
-        at, pos = pos, token.end()
-        first = text[at]
-        if first.isspace() or first == "#":
-            continue
-        if depth == 0:
-            if first != "[":
-                return None
-            depth, expecting = 1, True
-            continue
-        if depth == 1:
-            if first == "]":
-                return found
-            if first == ",":
-                expecting = True
-                continue
-            if expecting:
-                found.append(at)
-                expecting = False
-        if first in "[{":
-            depth += 1
-        elif first in "]}":
-            depth -= 1
-    return None
-
-
 # --- reading --------------------------------------------------------------------------------
 
 
@@ -440,12 +342,12 @@ class _Reader:
     def __init__(self, source: str, text: str | None) -> None:
         self.source = source
         self.text = text
-        self.lines = _locate(text) if text is not None else {}
+        self.lines = locate(text) if text is not None else {}
         self.problems: list[PolicyProblem] = []
-        # The offset each line starts at (line 1 at index 0), counted as _locate counts.
+        # The offset each line starts at (line 1 at index 0), counted as locate counts.
         self._starts: list[int] | None = None
 
-    def entry_lines(self, path: Path_, count: int) -> list[int | None]:
+    def entry_lines(self, path: KeyPath, count: int) -> list[int | None]:
         """The line of each of the ``count`` entries of the list at ``path``; the key's
         line for any that cannot be told apart."""
         start = self.lines.get(path)
@@ -454,21 +356,23 @@ class _Reader:
         if self._starts is None:
             lengths = (len(line) for line in self.text.splitlines(keepends=True))
             self._starts = list(itertools.accumulate(lengths, initial=0))
-        offsets = _element_offsets(self.text, self._starts[start - 1], str(path[-1]))
+        offsets = element_offsets(self.text, self._starts[start - 1], str(path[-1]))
         if offsets is None or len(offsets) != count:
             return [start] * count
         return [bisect.bisect_right(self._starts, offset) for offset in offsets]
 
     def line(self, *path: str | int) -> int | None:
-        return _nearest(self.lines, path)
+        return nearest(self.lines, path)
 
     def warn(
-        self, path: Path_, message: str, *, line: int | None = None, fatal: bool = False
+        self, path: KeyPath, message: str, *, line: int | None = None, fatal: bool = False
     ) -> None:
         where = line if line is not None else self.line(*path)
         self.problems.append(PolicyProblem(self.source, where, message, fatal))
 
-    def unknown(self, path: Path_, known: Callable[[str], bool], value: Mapping[str, Any]) -> None:
+    def unknown(
+        self, path: KeyPath, known: Callable[[str], bool], value: Mapping[str, Any]
+    ) -> None:
         for key in value:
             if not known(key):
                 name = ".".join(str(p) for p in (*path, key))
@@ -513,7 +417,7 @@ class _Reader:
     ) -> None:
         is_list, item = _unpack(annotation)
         key = f"{table}.{name}"
-        path: Path_ = (table, name)
+        path: KeyPath = (table, name)
         strictest = _STRICTEST.get((table, name))
         if is_list:
             if not isinstance(raw, list):
@@ -547,7 +451,7 @@ class _Reader:
         self,
         clean: dict[str, Any],
         *,
-        path: Path_,
+        path: KeyPath,
         key: str,
         raw: object,
         why: str,
@@ -565,7 +469,7 @@ class _Reader:
             return ()
         kept: list[PinEntry] = []
         for index, entry in enumerate(raw):
-            path: Path_ = ("pins", index)
+            path: KeyPath = ("pins", index)
             if not isinstance(entry, dict):
                 self.warn(path, f"pin {index + 1} is not a table; it is dropped")
                 continue
@@ -629,7 +533,7 @@ def parse_policy(text: str, source: str) -> ParsedPolicy:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        found = _TOML_ERROR_LINE.search(str(error))
+        found = TOML_ERROR_LINE.search(str(error))
         line = int(found.group(1)) if found else None
         if line is None and "end of document" in str(error):
             line = max(1, len(text.splitlines()))

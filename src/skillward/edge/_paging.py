@@ -1,0 +1,243 @@
+"""The client edge's bounds on what a server pages through: a walk's :class:`Budget`, each
+page held to the Limits before anything is built from it, and the walks of
+``skills/list`` and ``resources/directory/read`` page after page.
+
+Imports no ``mcp``: the requests are made by :class:`~skillward.edge.client.SkillsClient`,
+which hands each walk the function that fetches one page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+from pydantic import ValidationError
+
+from skillward.core._fields import json_size
+from skillward.core.config import Limits
+from skillward.core.errors import (
+    InvalidEntry,
+    InvalidResponse,
+    ListingRunaway,
+    ResponseTooLarge,
+    SkillTooLarge,
+)
+from skillward.core.wire import DirectoryChild, DirectoryReadResult, SkillEntry, SkillsPage
+
+__all__ = [
+    "Budget",
+    "SkillListing",
+    "check_bytes",
+    "check_cursor",
+    "check_directory_page",
+    "check_page",
+    "first_problem",
+    "take_page",
+    "walk_directory",
+    "walk_listing",
+]
+
+MAX_CURSOR = 4096
+
+# The rules of docs/check.md the client edge enforces (see skillward.core.rules).
+WIRE_CAPS = "SW-WIRE-001"
+LIST_PAGINATION = "SW-LIST-002"
+LIST_CURSOR = "SW-LIST-003"
+LIST_BOUNDS = "SW-LIST-009"
+DIR_SHAPE = "SW-DIR-003"
+DIR_PAGINATION = "SW-DIR-008"
+
+
+@dataclass(slots=True)
+class Budget:
+    """What one listing walk has taken so far, held against the Limits."""
+
+    bytes: int = 0
+    entries: int = 0
+    files: int = 0
+    pages: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SkillListing:
+    """A whole ``skills/list`` walk: valid entries, refused ones, and the first page's hints."""
+
+    entries: tuple[SkillEntry, ...]
+    rejected: tuple[InvalidEntry | SkillTooLarge, ...]
+    pages: int
+    ttl_ms: int | None
+    cache_scope: str | None
+
+
+def take_page(budget: Budget, limits: Limits, what: str, rule: str) -> None:
+    """Count one more page of the walk ``budget`` holds; refuse it past the page limit.
+    ``what``: the walk, for the message (``the listing``)."""
+    if budget.pages >= limits.max_list_pages:
+        raise ListingRunaway(f"{what} did not end within {limits.max_list_pages} pages", rule=rule)
+    budget.pages += 1
+
+
+def check_page(raw: dict[str, Any], spent: Budget, limits: Limits) -> None:
+    """Refuse a ``skills/list`` page past the listing bounds before validating a single
+    entry of it.
+
+    The transport has already held the message to ``Limits.message_bytes`` and
+    ``max_message_nodes`` and parsed it; what is bounded here is everything built
+    from it and kept.
+    """
+    skills = raw.get("skills")
+    if isinstance(skills, list):  # if not, parse_skills_page says what is wrong
+        # Cheapest first: counting entries, then files, then walking for the bytes.
+        spent.entries += len(skills)
+        if spent.entries > limits.max_list_entries:
+            raise ListingRunaway(
+                f"the listing has more than {limits.max_list_entries} entries",
+                rule=LIST_BOUNDS,
+            )
+        spent.files += sum(
+            len(resources)
+            for skill in skills
+            if isinstance(skill, dict) and isinstance(resources := skill.get("resources"), list)
+        )
+        if spent.files > limits.max_listed_files:
+            raise ListingRunaway(
+                f"the listing has more than {limits.max_listed_files} files",
+                rule=LIST_BOUNDS,
+            )
+    walk = ("listing", limits.max_listing_bytes)
+    check_bytes(raw, "skills/list", limits.max_list_response_bytes, spent, walk, rule=LIST_BOUNDS)
+
+
+def check_cursor(page: SkillsPage) -> SkillsPage:
+    """``page``, unless its ``nextCursor`` is longer than a cursor may be."""
+    next_cursor = page.next_cursor
+    if next_cursor is not None and len(next_cursor) > MAX_CURSOR:
+        raise InvalidResponse(
+            f"nextCursor is longer than {MAX_CURSOR} characters", rule=LIST_CURSOR
+        )
+    return page
+
+
+def check_bytes(
+    raw: dict[str, Any],
+    method: str,
+    cap: int,
+    spent: Budget | None = None,
+    walk: tuple[str, int] | None = None,
+    *,
+    rule: str = WIRE_CAPS,
+) -> None:
+    """Refuse one ``method`` result above ``cap`` bytes, or one that takes the walk it is
+    part of (``spent`` so far; its name and cap) past its cap, measured as JSON before
+    anything is built. ``rule``: the rule of docs/check.md the server broke."""
+    size = json_size(raw, limit=cap)
+    if size > cap:
+        raise ResponseTooLarge(f"a {method} result is larger than {cap} bytes", rule=rule)
+    if spent is not None and walk is not None:
+        name, most = walk
+        spent.bytes += size
+        if spent.bytes > most:
+            raise ListingRunaway(f"the {name} is larger than {most} bytes", rule=rule)
+
+
+def check_directory_page(
+    raw: dict[str, Any], spent: Budget, children: int, limits: Limits
+) -> dict[str, Any]:
+    """``raw``, a ``resources/directory/read`` page, unless it takes the directory past its
+    bounds (``children`` collected so far)."""
+    resources = raw.get("resources")
+    if isinstance(resources, list) and (children + len(resources) > limits.max_directory_entries):
+        raise ListingRunaway(
+            f"the directory has more than {limits.max_directory_entries} entries",
+            rule=DIR_PAGINATION,
+        )
+    check_bytes(
+        raw,
+        "resources/directory/read",
+        limits.max_directory_response_bytes,
+        spent,
+        ("directory listing", limits.max_directory_bytes),
+        rule=DIR_PAGINATION,
+    )
+    return raw
+
+
+async def walk_listing(
+    page_of: Callable[[str | None, Budget], Awaitable[SkillsPage]], limits: Limits
+) -> SkillListing:
+    """Every ``skills/list`` page, each fetched by ``page_of``, within the bounds."""
+    entries: list[SkillEntry] = []
+    rejected: list[InvalidEntry | SkillTooLarge] = []
+    seen: set[str] = set()
+    cursor: str | None = None
+    first: SkillsPage | None = None
+    pages = 0
+    spent = Budget()
+    while True:
+        # In-process servers may answer without ever suspending; yield so the
+        # deadline can fire between pages.
+        await anyio.lowlevel.checkpoint()
+        if pages >= limits.max_list_pages:
+            raise ListingRunaway(
+                f"the listing did not end within {limits.max_list_pages} pages",
+                rule=LIST_PAGINATION,
+            )
+        page = await page_of(cursor, spent)
+        pages += 1
+        first = first or page
+        entries.extend(page.entries)
+        rejected.extend(page.rejected)
+        cursor = page.next_cursor or None
+        if cursor is None:
+            break
+        if cursor in seen:
+            raise ListingRunaway("the listing repeated a cursor", rule=LIST_PAGINATION)
+        seen.add(cursor)
+    return SkillListing(
+        entries=tuple(entries),
+        rejected=tuple(rejected),
+        pages=pages,
+        ttl_ms=first.ttl_ms,
+        cache_scope=first.cache_scope,
+    )
+
+
+async def walk_directory(
+    page_of: Callable[[str | None, Budget, int], Awaitable[dict[str, Any]]], limits: Limits
+) -> tuple[DirectoryChild, ...]:
+    """Every ``resources/directory/read`` page, each fetched by ``page_of``, within the
+    bounds."""
+    children: list[DirectoryChild] = []
+    seen: set[str] = set()
+    cursor: str | None = None
+    spent = Budget()
+    for _ in range(limits.max_list_pages):
+        await anyio.lowlevel.checkpoint()
+        raw = await page_of(cursor, spent, len(children))
+        try:
+            page = DirectoryReadResult.model_validate(raw, context={"limits": limits})
+        except ValidationError as exc:
+            raise InvalidResponse(
+                f"invalid resources/directory/read result: {first_problem(exc)}",
+                rule=DIR_SHAPE,
+            ) from None
+        children.extend(page.resources)
+        cursor = page.next_cursor or None
+        if cursor is None:
+            return tuple(children)
+        if cursor in seen or len(cursor) > MAX_CURSOR:
+            raise ListingRunaway("the directory listing repeated a cursor", rule=DIR_PAGINATION)
+        seen.add(cursor)
+    raise ListingRunaway(
+        f"the directory listing did not end within {limits.max_list_pages} pages",
+        rule=DIR_PAGINATION,
+    )
+
+
+def first_problem(error: ValidationError) -> str:
+    detail = error.errors(include_url=False, include_input=False)[0]
+    where = ".".join(str(part) for part in detail["loc"])
+    return f"{where}: {detail['msg']}" if where else str(detail["msg"])

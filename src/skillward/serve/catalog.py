@@ -1,0 +1,304 @@
+"""The skills ``skillward serve`` publishes: a snapshot of a directory tree of skills
+(every folder holding a ``SKILL.md``, nested paths allowed), each file's exact bytes,
+digest and MIME type, and the skills refused with a reason: those that break the Agent
+Skills rules or SEP-2640's invariants, which no host would accept.
+
+Imports no ``mcp``: :mod:`skillward.serve.server` serves a catalog over the SDK.
+"""
+
+from __future__ import annotations
+
+import functools
+import mimetypes
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from skillward.core._fields import DIRECTORY_MIME_TYPE, json_size, lint_frontmatter
+from skillward.core.config import Limits
+from skillward.core.errors import FrontmatterError, InvalidEntry, InvalidUri, SkillTooLarge
+from skillward.core.frontmatter import parse_skill_md
+from skillward.core.uris import MAX_URI_LENGTH, SKILL_FILE, skill_root_of
+from skillward.core.verify import sha256_digest
+from skillward.edge._tree import (
+    Listings,
+    TreeLimits,
+    encode_segment,
+    find_skill_dirs,
+    read_regular_file,
+    walk_files,
+)
+
+__all__ = ["ServedFile", "ServedSkill", "SkillCatalog", "example_skills_dir"]
+
+# An authority with none of what a URI authority may not hold as it stands (":", "@",
+# percent-encodings): the first segment of a canonical path that parses as one.
+_PLAIN_AUTHORITY = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=]+\Z")
+_SERVE_TREE = TreeLimits(max_depth=16, max_entries=1_000_000)
+
+
+def example_skills_dir() -> Path:
+    """The example skills bundled with skillward (used by ``skillward demo``)."""
+    return Path(__file__).parent.parent / "examples"
+
+
+@functools.lru_cache(maxsize=8)
+def _skill_tree(max_files: int) -> TreeLimits:
+    """The walk of one skill: room to see, and refuse, a skill past its file limit."""
+    return TreeLimits(max_entries=max_files * 4)
+
+
+@functools.lru_cache(maxsize=1024)
+def _mime_type(name: str) -> str:
+    if name.endswith(".md"):
+        return "text/markdown"
+    guessed, _ = mimetypes.guess_type(name, strict=False)
+    return guessed or "application/octet-stream"
+
+
+class ServedFile(NamedTuple):
+    """One file as served: its URI, exact bytes, digest and MIME type."""
+
+    # A named tuple, not a frozen dataclass: as immutable, and much cheaper to make for
+    # the tens of thousands of files a large tree holds.
+    uri: str
+    name: str
+    data: bytes
+    digest: str
+    mime_type: str
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+
+@dataclass(frozen=True, slots=True)
+class ServedSkill:
+    """One skill as served: its SKILL.md URI, verbatim frontmatter and files."""
+
+    uri: str
+    frontmatter: Mapping[str, Any]
+    files: tuple[ServedFile, ...]
+    listed: bool = True
+
+    @property
+    def name(self) -> str:
+        return str(self.frontmatter["name"])
+
+    @property
+    def description(self) -> str:
+        return str(self.frontmatter["description"])
+
+    def entry(self) -> dict[str, Any]:
+        """The SEP-2640 entry, as sent on the wire."""
+        return {
+            "uri": self.uri,
+            "frontmatter": dict(self.frontmatter),
+            "resources": [{"uri": f.uri, "digest": f.digest, "size": f.size} for f in self.files],
+        }
+
+
+@dataclass(slots=True)
+class _ReadSkill:
+    """A skill's files as read from disk, before its SKILL.md is parsed and its entry
+    checked; or why they cannot be served."""
+
+    skill_path: str
+    directory: str | Path
+    listed: bool
+    uri: str = ""
+    files: tuple[ServedFile, ...] = ()
+    skill_md: ServedFile | None = None
+    notes: list[str] = field(default_factory=list)
+    refused: str | None = None
+
+
+@dataclass
+class SkillCatalog:
+    """An immutable-once-served snapshot of the skills a server publishes."""
+
+    scheme: str = "skill"
+    limits: Limits = field(default_factory=Limits)
+    skills: dict[str, ServedSkill] = field(default_factory=dict)
+    files: dict[str, ServedFile] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_directory(
+        cls, root: Path | str, *, unlisted: Collection[str] = (), limits: Limits | None = None
+    ) -> SkillCatalog:
+        """Scan ``root`` for skills. ``unlisted`` skill paths are served but not listed."""
+        catalog = cls(limits=limits or Limits())
+        catalog.add_tree(Path(root), unlisted=unlisted)
+        return catalog
+
+    def add_tree(self, root: Path, *, unlisted: Collection[str] = ()) -> None:
+        root = root.resolve()
+        # Each directory is listed once: the skills' own walks reuse the scan's listings.
+        listings: Listings = {}
+        try:
+            # The operator chose this tree, so the walk may be large; it is still bounded.
+            found, notes = find_skill_dirs(root, limits=_SERVE_TREE, keep=listings)
+        except (OSError, OverflowError) as exc:
+            self.problems.append(f"{root}: cannot scan: {exc}")
+            return
+        self.problems.extend(notes)
+        read = []
+        for parts, directory in found:
+            # A tree whose root is itself a skill publishes it under the root's name.
+            skill_path = "/".join(parts or (root.name,))
+            read.append(self._read(skill_path, directory, skill_path not in unlisted, listings))
+        # Every skill's files are read first, and then each skill is checked: two tight
+        # loops run markedly faster than one that alternates between them.
+        for files in read:
+            self._admit(files)
+
+    def add_skill(self, skill_path: str, directory: Path, *, listed: bool = True) -> bool:
+        """Add the skill in ``directory`` at ``skill_path``; record why when refused."""
+        return self._admit(self._read(skill_path, directory, listed, None))
+
+    def _read(
+        self, skill_path: str, directory: str | Path, listed: bool, listings: Listings | None
+    ) -> _ReadSkill:
+        """The files of the skill in ``directory``, read; or why they cannot be served."""
+        limits = self.limits
+        read = _ReadSkill(skill_path, directory, listed)
+        try:
+            segments = skill_path.strip("/").split("/")
+            root_uri = f"{self.scheme}://" + "/".join(map(encode_segment, segments))
+            read.uri = f"{root_uri}/{SKILL_FILE}"
+            paths, read.notes = walk_files(
+                directory, limits=_skill_tree(limits.max_skill_files), listings=listings
+            )
+            if len(paths) > limits.max_skill_files:
+                read.refused = f"{len(paths)} files; at most {limits.max_skill_files} are allowed"
+                return read
+            budget = limits.max_skill_bytes
+            files: list[ServedFile] = []
+            for parts, path in paths:
+                data = read_regular_file(path, budget, snapshot=True)
+                budget -= len(data)
+                uri = root_uri + "/" + "/".join(map(encode_segment, parts))
+                name = parts[-1]
+                served = ServedFile(uri, name, data, sha256_digest(data), _mime_type(name))
+                if uri == read.uri:
+                    read.skill_md = served
+                files.append(served)
+            read.files = tuple(files)
+        except (ValueError, OSError, OverflowError) as exc:
+            read.refused = str(exc)
+        return read
+
+    def _admit(self, read: _ReadSkill) -> bool:
+        """Serve the skill ``read`` holds if every host would accept its entry; else
+        record why not."""
+        self.problems.extend(read.notes)
+        reason = read.refused
+        if reason is None:
+            try:
+                skill = self._load_skill(read)
+            except (ValueError, OSError, OverflowError) as exc:
+                reason = str(exc)
+            except (InvalidEntry, SkillTooLarge, FrontmatterError) as exc:
+                reason = exc.message
+            else:
+                if skill.uri not in self.skills:
+                    self.skills[skill.uri] = skill
+                    for served in skill.files:
+                        self.files.setdefault(served.uri, served)
+                    return True
+                reason = f"{skill.uri} is already served"
+        self.problems.append(
+            f"{read.directory} ({self.scheme}://{read.skill_path}): refused: {reason}"
+        )
+        return False
+
+    def _load_skill(self, read: _ReadSkill) -> ServedSkill:
+        if read.skill_md is None:
+            raise ValueError(f"no regular {SKILL_FILE}")
+        document = parse_skill_md(read.skill_md.data, limits=self.limits)
+        lint_frontmatter(document.frontmatter)
+        skill = ServedSkill(read.uri, document.frontmatter, read.files, read.listed)
+        self._check_entry(skill)
+        return skill
+
+    def _check_entry(self, skill: ServedSkill) -> None:
+        """Raise InvalidEntry unless every host would accept ``skill``'s entry
+        (:func:`~skillward.core.wire.parse_entry`).
+
+        Only what building the entry does not already guarantee is checked here. The
+        entry is built from one walk: its file URIs are the skill's URI and then path
+        segments :func:`encode_segment` made canonical, so they are distinct, inside the
+        skill, and valid if not too long; digests and sizes are of the bytes read; file
+        count and total bytes were capped while reading; the frontmatter passed
+        :func:`lint_frontmatter` and the SKILL.md caps. Left: the skill URI as a host
+        parses it (its first segment is an authority, with stricter rules), the name as
+        its final segment, each URI's length, and the frontmatter's size as JSON.
+        tests/unit/test_server_catalog.py holds this to parse_entry over generated trees.
+        """
+        limits = self.limits
+        authority, _, path = skill.uri[len(self.scheme) + 3 :].partition("/")
+        # Plain names (the usual kind) make a URI every host parses; anything else is
+        # parsed as a host would, to learn whether it can be served.
+        plain = self.scheme == "skill" and _PLAIN_AUTHORITY.match(authority)
+        if not plain or len(skill.uri) > MAX_URI_LENGTH:
+            try:
+                skill_root_of(skill.uri)
+            except InvalidUri as exc:
+                raise InvalidEntry(f"invalid skill entry: uri: {exc.message}") from None
+        segment = (authority + "/" + path).removesuffix("/" + SKILL_FILE).rpartition("/")[2]
+        if segment != skill.name:
+            raise InvalidEntry(
+                f"invalid skill entry: the final skill-path segment {segment[:80]!r} must "
+                f"equal frontmatter.name {skill.name!r}"
+            )
+        longest = max(len(served.uri) for served in skill.files)
+        if longest > MAX_URI_LENGTH:
+            raise InvalidEntry(
+                f"invalid skill entry: a file URI is {longest} characters; hosts accept at "
+                f"most {MAX_URI_LENGTH}"
+            )
+        try:
+            size = json_size(
+                skill.frontmatter,
+                limit=limits.max_frontmatter_bytes,
+                max_depth=limits.max_frontmatter_depth,
+                max_nodes=limits.max_frontmatter_nodes,
+            )
+        except ValueError as exc:
+            raise InvalidEntry(f"invalid skill entry: frontmatter: {exc}") from None
+        if size > limits.max_frontmatter_bytes:
+            raise InvalidEntry(
+                f"invalid skill entry: frontmatter: larger than {limits.max_frontmatter_bytes} "
+                "bytes as JSON"
+            )
+
+    # --- queries ------------------------------------------------------------------------
+
+    def listed(self) -> list[ServedSkill]:
+        return [self.skills[uri] for uri in sorted(self.skills) if self.skills[uri].listed]
+
+    def summary(self) -> str:
+        """What is served, for a person: ``1 skill``, ``4 skills (1 unlisted)``."""
+        total = len(self.skills)
+        unlisted = total - len(self.listed())
+        text = "1 skill" if total == 1 else f"{total} skills"
+        return text + (f" ({unlisted} unlisted)" if unlisted else "")
+
+    def directory_children(self, uri: str) -> list[tuple[str, str, str | None]] | None:
+        """Direct children of directory ``uri`` as (uri, name, mime type), or None."""
+        prefix = uri + "/"
+        children: dict[str, tuple[str, str, str | None]] = {}
+        for file_uri, served in self.files.items():
+            if not file_uri.startswith(prefix):
+                continue
+            head, slash, _ = file_uri[len(prefix) :].partition("/")
+            if slash:
+                children[prefix + head] = (prefix + head, head, DIRECTORY_MIME_TYPE)
+            else:
+                children[file_uri] = (file_uri, served.name, served.mime_type)
+        if not children:
+            return None
+        return [children[key] for key in sorted(children)]

@@ -1,0 +1,161 @@
+"""The terminal's building blocks: server text made safe to show (escaped for rich markup,
+stripped of control, bidi and invisible characters), sizes, origins, a skill's file
+table, the console that survives its reader going away, and reading one choice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from typing import IO, TextIO
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from skillward.core.errors import SkillwardError, printable
+from skillward.core.wire import SkillEntry
+
+__all__ = [
+    "OriginSummary",
+    "SafeConsole",
+    "choose",
+    "error_json",
+    "file_table",
+    "origin_heading",
+    "origin_name",
+    "plural",
+    "relative",
+    "safe",
+    "short_digest",
+    "size",
+    "to_devnull",
+]
+
+
+def safe(text: object, limit: int = 300) -> str:
+    return escape(printable(str(text), limit=limit))
+
+
+def size(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KiB"
+    return f"{n / (1024 * 1024):.1f} MiB"
+
+
+def origin_name(record_origin_kind: str, label: str) -> str:
+    return f"MCP server {label}" if record_origin_kind == "mcp" else f"local skills {label}"
+
+
+def short_digest(digest: str) -> str:
+    """The algorithm and the first 12 hex digits: enough to compare by eye."""
+    algorithm, _, hexdigest = digest.partition(":")
+    return f"{algorithm}:{hexdigest[:12]}"
+
+
+def origin_heading(summary: OriginSummary) -> Text:
+    heading = Text(origin_name(summary.kind, summary.label), style="bold")
+    if summary.target:
+        heading.append(f"  {printable(summary.target, limit=300)}", style="dim")
+    if summary.kind == "mcp" and summary.reported_name:
+        heading.append(
+            f"  (reports its name as {printable(summary.reported_name, limit=80)!r}, unverified)",
+            style="dim",
+        )
+    return heading
+
+
+def error_json(error: SkillwardError) -> dict[str, object]:
+    """An error as ``--json`` prints it: its type, one-line text, hint and exit code."""
+    return {
+        "error": type(error).__name__,
+        "message": str(error),
+        "hint": printable(error.hint, limit=500) if error.hint else None,
+        "server": error.server,
+        "uri": printable(error.uri) if error.uri is not None else None,
+        "exit_code": error.exit_code,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class OriginSummary:
+    """One origin as ``list`` shows it: where it is, and what is wrong with it, if anything."""
+
+    kind: str
+    label: str
+    #: How it is reached: a command line or URL, or the local directory.
+    target: str
+    #: ``serverInfo.name`` as the server reported it (unverified).
+    reported_name: str | None = None
+    #: Why it offers nothing: failed to connect, disconnected, or no skills extension.
+    problem: str | None = None
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def relative(root: str, uri: str) -> str:
+    return uri.removeprefix(root + "/")
+
+
+def file_table(entry: SkillEntry, path_column: str, *, compact: bool = False) -> Table:
+    """Every file of a (not dynamic) entry, sorted: its path from the skill root, its size
+    and a short digest."""
+    title = f"{plural(len(entry.manifest), 'file')}, {size(entry.total_size)}"
+    table = (
+        Table(title=title, title_justify="left", box=None, padding=(0, 2, 0, 0))
+        if compact
+        else Table(title=title)
+    )
+    table.add_column(path_column, overflow="fold")
+    table.add_column("size", justify="right", no_wrap=True)
+    table.add_column("digest", no_wrap=True)
+    root = str(entry.root)
+    for uri in sorted(entry.manifest):
+        item = entry.manifest[uri]
+        path = safe(relative(root, uri), 2000)
+        table.add_row(path, size(item.size), short_digest(item.digest))
+    return table
+
+
+class SafeConsole(Console):
+    """A console whose reader may go away (``skillward show REF | head -3``)."""
+
+    def on_broken_pipe(self) -> None:
+        # rich exits with status 1 here; skillward ends quietly instead (the command line
+        # returns 0).
+        self.quiet = True
+        to_devnull(self.file)
+        raise BrokenPipeError
+
+
+def to_devnull(stream: IO[str]) -> None:
+    """Point ``stream``'s descriptor at /dev/null: its reader went away, so later writes,
+    Python's flush at exit included, are dropped instead of failing."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, stream.fileno())
+        finally:
+            os.close(devnull)
+
+
+def choose(console: Console, stdin: TextIO, choices: dict[str, str], default: str) -> str:
+    """One key of ``choices`` read from ``stdin``. Enter and end of input mean ``default``
+    (always the refusal); anything not offered is asked again."""
+    offered = ", ".join(choices.values())
+    while True:
+        console.print(f"{offered}? [dim]({default})[/dim]: ", end="", soft_wrap=False)
+        line = stdin.readline()
+        if not line:
+            console.print()
+            return default
+        answer = line.strip().lower()[:1] or default
+        if answer in choices:
+            return answer
+        console.print(f"Please answer one of: {', '.join(choices)}.")
