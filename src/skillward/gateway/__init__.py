@@ -1,0 +1,1 @@
+"""skillward gateway: verified, gated skills for any MCP host, through one MCP server."""
