@@ -64,7 +64,9 @@ __all__ = [
     "CommandLineApprover",
     "Connected",
     "Failures",
+    "connect_all",
     "limits",
+    "local_dirs",
     "origin_summaries",
     "run",
     "server_specs",
@@ -166,7 +168,8 @@ def server_specs(args: argparse.Namespace, terminal: Terminal) -> list[ServerSpe
     return list(specs.values())
 
 
-def _local_dirs(args: argparse.Namespace) -> tuple[LocalSkillDir, ...]:
+def local_dirs(args: argparse.Namespace) -> tuple[LocalSkillDir, ...]:
+    """The local skill directories: ``--skills-dir``, else the defaults, or none."""
     if args.no_local:
         return ()
     return tuple(args.skills_dir) or default_local_dirs()
@@ -258,7 +261,7 @@ async def _with_host(
     audit = audit_trail()
     policy = policy_in_force(terminal, args)
     approver = CommandLineApprover(terminal, getattr(args, "approve_once", False), audit, policy)
-    config = HostConfig(limits=limits(args), local_dirs=_local_dirs(args))
+    config = HostConfig(limits=limits(args), local_dirs=local_dirs(args))
     # The host applies the policy's limits to both, and drops a cache the policy turns off.
     cache: ContentCache = NoCache() if args.no_cache else DiskCache(limits=config.limits)
     specs = server_specs(args, terminal)
@@ -295,6 +298,15 @@ async def _connect(
             if isinstance(error, TransportError | OriginError):
                 logs.show(spec.label)  # it did not start, died, or spoke nonsense
     return failed
+
+
+async def connect_all(
+    host: SkillHost, specs: Sequence[ServerSpec], terminal: Terminal, log_dir: Path
+) -> Failures:
+    """Connect each server, as every command does; the failures are reported and kept."""
+    logs = _ServerLogs(terminal, log_dir)
+    logs.watch(specs)
+    return await _connect(host, specs, terminal, logs)
 
 
 def _failed_servers_named(reference: str | None, failed: Collection[str]) -> list[str]:

@@ -40,6 +40,7 @@ from skillward.core.errors import (
 )
 from skillward.core.registry import SkillRecord, parse_reference
 from skillward.core.uris import parse_uri
+from skillward.edge.servers import ServerSpec
 from skillward.gateway._approval import (
     SCHEMA,
     StateCodec,
@@ -53,7 +54,7 @@ from skillward.host.types import Activation
 from skillward.trust.approvals import Approved, Changed, content_hash
 from skillward.trust.audit import as_client
 
-__all__ = ["TOOL_NAMES", "Gateway", "session_key"]
+__all__ = ["TOOL_NAMES", "Gateway", "follow_upstreams", "serve_stdio", "session_key"]
 
 logger = logging.getLogger("skillward")
 
@@ -177,7 +178,7 @@ def _string(arguments: Mapping[str, Any], name: str, limit: int) -> str:
 class _GatewayServer(Server[Any]):
     # listChanged at 2025-11-25 comes from NotificationOptions, and the HTTP session
     # manager passes none: default it here (2026-07-28 derives it from the listen handler).
-    def create_initialization_options(  # type: ignore[override]
+    def create_initialization_options(
         self,
         notification_options: NotificationOptions | None = None,
         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
@@ -528,3 +529,55 @@ class Gateway:
 
 def _with_notes(block: ContextBlock, notes: list[str]) -> ContextBlock:
     return dataclasses.replace(block, host_notes=(*block.host_notes, *notes)) if notes else block
+
+
+async def serve_stdio(server: Server[Any]) -> None:
+    """Serve ``server`` on this process's stdin and stdout until the client leaves."""
+    from mcp.server.stdio import stdio_server  # noqa: PLC0415  (stdio only when asked)
+
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+#: Bounds on the wait before connecting a dead or failed server again (it doubles).
+_BACKOFF_MIN = 1.0
+_BACKOFF_MAX = 300.0
+
+
+async def follow_upstreams(gateway: Gateway, failed: list[ServerSpec], interval: float) -> None:
+    """Keep the catalog current while the gateway serves: list every server again each
+    ``interval`` seconds, connect again (with a bounded backoff) servers that died or
+    never connected, and tell the clients when the catalog changed. One server's
+    failure is its own: it is logged and retried, never raised."""
+    host = gateway.host
+    pending = {spec.label: spec for spec in failed}
+    waits: dict[str, float] = {}
+    due: dict[str, float] = {}
+    interval = max(0.05, interval)
+    while True:
+        await anyio.sleep(interval)
+        now = anyio.current_time()
+        for status in host.servers():
+            label = status.label
+            try:
+                if status.state == "connected":
+                    await host.refresh(label)
+                    waits.pop(label, None)
+                elif due.get(label, 0.0) <= now:
+                    await host.reconnect(label)
+                    waits.pop(label, None)
+            except SkillwardError as error:
+                wait = min(_BACKOFF_MAX, max(_BACKOFF_MIN, waits.get(label, 0.0) * 2))
+                waits[label], due[label] = wait, now + wait
+                logger.info("server %s: %s (again in %.0f s)", label, error.message, wait)
+        for label, spec in list(pending.items()):
+            if due.get(label, 0.0) > now:
+                continue
+            try:
+                await host.connect(spec)
+                del pending[label]
+            except SkillwardError as error:
+                wait = min(_BACKOFF_MAX, max(_BACKOFF_MIN, waits.get(label, 0.0) * 2))
+                waits[label], due[label] = wait, now + wait
+                logger.info("server %s: %s (again in %.0f s)", label, error.message, wait)
+        await gateway.catalog_changed()

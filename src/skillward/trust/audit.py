@@ -49,12 +49,12 @@ if sys.platform != "win32":
 
 __all__ = [
     "AuditEvent",
-    "as_client",
     "AuditLog",
     "AuditTrail",
     "EventKind",
     "GateKind",
     "Outcome",
+    "as_client",
     "parse_duration",
     "read_events",
 ]
