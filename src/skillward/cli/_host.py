@@ -65,6 +65,7 @@ __all__ = [
     "Connected",
     "Failures",
     "connect_all",
+    "content_cache",
     "limits",
     "local_dirs",
     "origin_summaries",
@@ -175,6 +176,11 @@ def local_dirs(args: argparse.Namespace) -> tuple[LocalSkillDir, ...]:
     return tuple(args.skills_dir) or default_local_dirs()
 
 
+def content_cache(args: argparse.Namespace, limits: Limits) -> ContentCache:
+    """The disk cache, unless ``--no-cache``."""
+    return NoCache() if args.no_cache else DiskCache(limits=limits)
+
+
 def limits(args: argparse.Namespace) -> Limits:
     """The limits, with ``--timeout`` bounding every operation with a server."""
     timeout = getattr(args, "timeout", None)
@@ -263,7 +269,7 @@ async def _with_host(
     approver = CommandLineApprover(terminal, getattr(args, "approve_once", False), audit, policy)
     config = HostConfig(limits=limits(args), local_dirs=local_dirs(args))
     # The host applies the policy's limits to both, and drops a cache the policy turns off.
-    cache: ContentCache = NoCache() if args.no_cache else DiskCache(limits=config.limits)
+    cache = content_cache(args, config.limits)
     specs = server_specs(args, terminal)
     logs.watch(specs)
     async with SkillHost(

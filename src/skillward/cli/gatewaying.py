@@ -80,10 +80,8 @@ async def _serve(args: argparse.Namespace, terminal: Terminal) -> None:
     import anyio
 
     from skillward._version import __version__
-    from skillward.cache._disk import DiskCache
-    from skillward.cache.seam import ContentCache, NoCache
     from skillward.cli._context import audit_trail, store
-    from skillward.cli._host import connect_all, local_dirs, server_specs
+    from skillward.cli._host import connect_all, content_cache, local_dirs, server_specs
     from skillward.cli._host import limits as limits_of
     from skillward.edge._dirs import server_log_dir
     from skillward.gateway._sessions import Sessions
@@ -96,7 +94,7 @@ async def _serve(args: argparse.Namespace, terminal: Terminal) -> None:
     policy = load_policy(headless=False, report=lambda text: terminal.note(f"policy: {text}"))
     kept = store(terminal)
     config = HostConfig(limits=limits_of(args), local_dirs=local_dirs(args))
-    cache: ContentCache = NoCache() if args.no_cache else DiskCache(limits=config.limits)
+    cache = content_cache(args, config.limits)
     specs = server_specs(args, terminal)
     async with SkillHost(config=config, cache=cache, audit=audit, policy=policy) as host:
         for note in host.notes:
