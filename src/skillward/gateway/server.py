@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
@@ -203,8 +203,10 @@ class Gateway:
         approval_timeout: float = 600.0,
         name: str = "skillward-gateway",
         version: str = "",
+        key: Callable[[ServerRequestContext[Any, Any]], str] = session_key,
     ) -> None:
         self.host = host
+        self._key = key
         self.sessions = sessions
         self.codec = codec or StateCodec()
         self.approval_timeout = approval_timeout
@@ -275,7 +277,7 @@ class Gateway:
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         client = _client_name(ctx)
-        session = await self.sessions.get(session_key(ctx), client)
+        session = await self.sessions.get(self._key(ctx), client)
         with as_client(client):
             try:
                 return await self._tool(ctx, session, params)

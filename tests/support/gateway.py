@@ -1,0 +1,114 @@
+"""A gateway over real upstream servers, and real MCP clients talking to it.
+
+The upstreams are ``skillward serve``'s server over a tree whose files a test can change
+(``gated.serve``) and, where a test wants one, the hostile server; the gateway is the
+real one; the client is the ``mcp`` SDK's ``Client`` in memory (``mode`` picks the
+protocol era), with an elicitation callback that answers as scripted and records what
+it was asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types as types
+from mcp import Client
+from mcp.client.session import ClientRequestContext
+from mcp.server.context import ServerRequestContext
+
+from skillward.core.config import Limits
+from skillward.edge.servers import ServerSpec
+from skillward.gateway._approval import StateCodec
+from skillward.gateway._sessions import Sessions
+from skillward.gateway.server import Gateway
+from skillward.host.skillhost import HostConfig, SkillHost
+from skillward.trust.approvals import ApprovalStorage
+from skillward.trust.audit import AuditTrail
+from skillward.trust.policy import Policy
+
+MODES = ("auto", "legacy")
+
+
+@dataclass
+class Asker:
+    """An elicitation callback: answers each question with the next scripted reply
+    (``(action, content)``), and records the messages it was shown."""
+
+    replies: list[tuple[str, dict[str, Any] | None]] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+    schemas: list[dict[str, Any]] = field(default_factory=list)
+
+    async def __call__(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        assert isinstance(params, types.ElicitRequestFormParams)
+        self.messages.append(params.message)
+        self.schemas.append(dict(params.requested_schema))
+        action, content = self.replies.pop(0) if self.replies else ("decline", None)
+        return types.ElicitResult(action=action, content=content)
+
+
+def choose(decision: str) -> tuple[str, dict[str, Any]]:
+    return ("accept", {"decision": decision})
+
+
+def by_client_name(ctx: ServerRequestContext[Any, Any]) -> str:
+    """Sessions keyed by the client's name: lets one test run several in-memory clients
+    (over HTTP the transport's session id keys them)."""
+    params = ctx.session.client_params
+    return "memory:" + (params.client_info.name if params is not None else "")
+
+
+@asynccontextmanager
+async def gateway_over(
+    specs: Sequence[ServerSpec],
+    *,
+    store: ApprovalStorage | None = None,
+    policy: Policy | None = None,
+    audit: AuditTrail | None = None,
+    limits: Limits | None = None,
+    codec: StateCodec | None = None,
+) -> AsyncIterator[Gateway]:
+    config = HostConfig(local_dirs=(), limits=limits or Limits())
+    async with SkillHost(config=config, policy=policy, audit=audit) as host:
+        for spec in specs:
+            await host.connect(spec)
+        sessions = Sessions(host, store=store)
+        yield Gateway(host, sessions=sessions, key=by_client_name, codec=codec)
+
+
+@asynccontextmanager
+async def client_of(
+    gateway: Gateway,
+    mode: str,
+    asker: Asker | None = None,
+    *,
+    name: str = "client",
+    on_message: Any = None,
+) -> AsyncIterator[Client]:
+    options: dict[str, Any] = {
+        "mode": mode,
+        "client_info": types.Implementation(name=name, version="1"),
+    }
+    if asker is not None:
+        options["elicitation_callback"] = asker
+    if on_message is not None:
+        options["message_handler"] = on_message
+    async with Client(gateway.server, **options) as client:
+        yield client
+
+
+def text(result: types.CallToolResult) -> str:
+    (item,) = result.content
+    assert isinstance(item, types.TextContent)
+    return item.text
+
+
+def meta(result: types.CallToolResult) -> dict[str, Any]:
+    assert result.meta is not None
+    data = result.meta["skillward"]
+    assert isinstance(data, dict)
+    return data
