@@ -54,7 +54,14 @@ from skillward.host.types import Activation
 from skillward.trust.approvals import Approved, Changed, content_hash
 from skillward.trust.audit import as_client
 
-__all__ = ["TOOL_NAMES", "Gateway", "follow_upstreams", "serve_stdio", "session_key"]
+__all__ = [
+    "TOOL_NAMES",
+    "Gateway",
+    "Upstreams",
+    "follow_upstreams",
+    "serve_stdio",
+    "session_key",
+]
 
 logger = logging.getLogger("skillward")
 
@@ -546,40 +553,53 @@ _BACKOFF_MIN = 1.0
 _BACKOFF_MAX = 300.0
 
 
-async def follow_upstreams(gateway: Gateway, failed: list[ServerSpec], interval: float) -> None:
-    """Keep the catalog current while the gateway serves: list every server again each
-    ``interval`` seconds, connect again (with a bounded backoff) servers that died or
-    never connected, and tell the clients when the catalog changed. One server's
-    failure is its own: it is logged and retried, never raised."""
-    host = gateway.host
-    pending = {spec.label: spec for spec in failed}
-    waits: dict[str, float] = {}
-    due: dict[str, float] = {}
-    interval = max(0.05, interval)
-    while True:
-        await anyio.sleep(interval)
+class Upstreams:
+    """Keeps the catalog current while the gateway serves: lists every server again,
+    connects again (with a bounded backoff) servers that died or never connected, and
+    tells the clients when the catalog changed. One server's failure is its own: it is
+    logged and retried, never raised."""
+
+    def __init__(self, gateway: Gateway, failed: list[ServerSpec]) -> None:
+        self.gateway = gateway
+        self.pending = {spec.label: spec for spec in failed}
+        self._waits: dict[str, float] = {}
+        self._due: dict[str, float] = {}
+
+    def _failed(self, label: str, error: SkillwardError, now: float) -> None:
+        wait = min(_BACKOFF_MAX, max(_BACKOFF_MIN, self._waits.get(label, 0.0) * 2))
+        self._waits[label], self._due[label] = wait, now + wait
+        logger.info("server %s: %s (again in %.0f s)", label, error.message, wait)
+
+    async def step(self) -> bool:
+        """One round; True if the catalog changed."""
+        host = self.gateway.host
         now = anyio.current_time()
         for status in host.servers():
             label = status.label
+            if status.state != "connected" and self._due.get(label, 0.0) > now:
+                continue
             try:
                 if status.state == "connected":
                     await host.refresh(label)
-                    waits.pop(label, None)
-                elif due.get(label, 0.0) <= now:
+                else:
                     await host.reconnect(label)
-                    waits.pop(label, None)
+                self._waits.pop(label, None)
             except SkillwardError as error:
-                wait = min(_BACKOFF_MAX, max(_BACKOFF_MIN, waits.get(label, 0.0) * 2))
-                waits[label], due[label] = wait, now + wait
-                logger.info("server %s: %s (again in %.0f s)", label, error.message, wait)
-        for label, spec in list(pending.items()):
-            if due.get(label, 0.0) > now:
+                self._failed(label, error, now)
+        for label, spec in list(self.pending.items()):
+            if self._due.get(label, 0.0) > now:
                 continue
             try:
                 await host.connect(spec)
-                del pending[label]
+                del self.pending[label]
             except SkillwardError as error:
-                wait = min(_BACKOFF_MAX, max(_BACKOFF_MIN, waits.get(label, 0.0) * 2))
-                waits[label], due[label] = wait, now + wait
-                logger.info("server %s: %s (again in %.0f s)", label, error.message, wait)
-        await gateway.catalog_changed()
+                self._failed(label, error, now)
+        return await self.gateway.catalog_changed()
+
+
+async def follow_upstreams(gateway: Gateway, failed: list[ServerSpec], interval: float) -> None:
+    """Run :class:`Upstreams` every ``interval`` seconds, for as long as the gateway serves."""
+    upstreams = Upstreams(gateway, failed)
+    while True:
+        await anyio.sleep(max(0.05, interval))
+        await upstreams.step()

@@ -1,0 +1,174 @@
+"""The gateway as people run it: ``skillward gateway`` over stdio, with the ``mcp`` SDK's
+client and FastMCP's client (one nobody here wrote) in both protocol eras, upstreams as
+real processes, and an upstream that is stopped and started again.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from fastmcp import Client as FastMCPClient
+from fastmcp.client.elicitation import ElicitResult
+from fastmcp.client.transports import StdioTransport
+from mcp import Client, StdioServerParameters
+
+from skillward.edge.servers import HttpTransport, ServerSpec
+from skillward.gateway.server import Upstreams
+from tests.support.gated import DEPLOY_BODY_LINE, NOTES, build_gated_tree
+from tests.support.gateway import MODES, Asker, choose, client_of, gateway_over, meta, text
+from tests.support.hostile import build_hostile_tree
+from tests.support.servers import http_server_process, serve_argv
+
+pytestmark = pytest.mark.anyio
+
+WAIT = 60
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    """A user of their own: config, state (audit, logs, token) and cache under tmp_path."""
+    return {
+        **os.environ,
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "HOME": str(tmp_path / "home"),
+    }
+
+
+def gateway_argv(tmp_path: Path) -> list[str]:
+    acme = tmp_path / "acme"
+    build_gated_tree(acme, tmp_path / "marker")
+    hostile = tmp_path / "hostile"
+    build_hostile_tree(hostile)
+    py = sys.executable
+    return [
+        "-m",
+        "skillward",
+        "gateway",
+        "--no-local",
+        "--no-cache",
+        "--server",
+        f"acme={py} -m skillward serve {acme}",
+        "--server",
+        f"evil={py} -m tests.support.hostile {hostile}",
+    ]
+
+
+def stdio_params(tmp_path: Path) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=gateway_argv(tmp_path),
+        env=_env(tmp_path),
+        cwd=str(Path(__file__).resolve().parents[2]),
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_skillward_gateway_over_stdio_serves_the_sdk_client_in_both_eras(
+    tmp_path: Path, mode: str
+) -> None:
+    asker = Asker([choose("session")])
+    with anyio.fail_after(WAIT):
+        async with Client(stdio_params(tmp_path), mode=mode, elicitation_callback=asker) as client:
+            assert 'ref="deploy"' in (client.instructions or "")
+            loaded = await client.call_tool("read_skill", {"ref": "deploy"})
+            again = await client.call_tool("read_skill", {"ref": "deploy"})
+            notes = await client.call_tool("read_skill_file", {"ref": "deploy", "path": "notes.md"})
+            lie = await client.call_tool("read_skill", {"ref": "evil:fm-mismatch"})
+    assert not loaded.is_error
+    assert DEPLOY_BODY_LINE in text(loaded)
+    assert not again.is_error
+    assert len(asker.messages) == 2  # deploy once (then its session), the lie once
+    assert NOTES.decode() in text(notes)
+    assert lie.is_error
+    assert meta(lie)["label"] == "evil"
+    audit = (tmp_path / "state" / "skillward" / "audit.jsonl").read_text()
+    assert '"client_unverified":"mcp"' in audit
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_skillward_gateway_without_elicitation_loads_nothing_over_stdio(
+    tmp_path: Path, mode: str
+) -> None:
+    with anyio.fail_after(WAIT):
+        async with Client(stdio_params(tmp_path), mode=mode) as client:
+            refused = await client.call_tool("read_skill", {"ref": "deploy"})
+            catalog = await client.call_tool("list_skills", {})
+    assert refused.is_error
+    assert "skillward approve acme:deploy" in text(refused)
+    assert not catalog.is_error
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_fastmcps_client_is_asked_and_served_in_both_eras(tmp_path: Path, mode: str) -> None:
+    asked: list[str] = []
+
+    async def on_elicit(message: str, response_type: Any, params: Any, context: Any) -> Any:
+        asked.append(message)
+        enum = params.requested_schema["properties"]["decision"]["enum"]
+        return ElicitResult(action="accept", content={"decision": enum[0]})
+
+    params = stdio_params(tmp_path)
+    transport = StdioTransport(
+        params.command, list(params.args), env=params.env, cwd=str(params.cwd), keep_alive=False
+    )
+    with anyio.fail_after(WAIT):
+        async with FastMCPClient(
+            transport, elicitation_handler=on_elicit, mode=mode, timeout=30
+        ) as client:
+            tools = [tool.name for tool in await client.list_tools()]
+            result = await client.call_tool("read_skill", {"ref": "deploy"})
+    assert tools == ["list_skills", "read_skill", "read_skill_file"]
+    assert len(asked) == 1
+    assert "acme:deploy" in asked[0]
+    (item,) = result.content
+    assert isinstance(item, types.TextContent)
+    assert DEPLOY_BODY_LINE in item.text
+
+
+@asynccontextmanager
+async def _upstream(directory: Path, port: int = 0) -> AsyncIterator[tuple[str, Any]]:
+    argv = serve_argv(directory, "--http", f"127.0.0.1:{port}")
+    async with http_server_process(argv) as (url, process):
+        yield url, process
+
+
+@pytest.mark.threat("T50")
+async def test_an_upstream_that_stops_is_its_own_error_and_is_served_again_once_restarted(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "acme"
+    build_gated_tree(root, tmp_path / "marker")
+    asker = Asker([choose("session")])
+    with anyio.fail_after(WAIT):
+        async with _upstream(root) as (url, process):
+            port = int(url.rsplit(":", 1)[1].split("/", 1)[0])
+            spec = ServerSpec(label="acme", transport=HttpTransport(url=url))
+            async with (
+                gateway_over([spec]) as gateway,
+                client_of(gateway, "auto", asker) as client,
+            ):
+                upstreams = Upstreams(gateway, [])
+                assert not (await client.call_tool("read_skill", {"ref": "plain"})).is_error
+                process.terminate()
+                await process.wait()
+                down = await client.call_tool("read_skill", {"ref": "deploy"})
+                await upstreams.step()  # the reconnection fails: backoff, no raise
+                listed = await client.call_tool("list_skills", {})
+                async with _upstream(root, port):
+                    upstreams._due.clear()  # the backoff is over
+                    await upstreams.step()
+                    back = await client.call_tool("read_skill", {"ref": "plain"})
+    assert down.is_error
+    assert meta(down)["label"] == "acme"
+    assert not listed.is_error
+    assert not back.is_error
