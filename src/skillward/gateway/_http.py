@@ -8,6 +8,7 @@ and hold a body within ``Limits.max_gateway_request_bytes``, counted as it arriv
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import logging
 import os
@@ -143,7 +144,8 @@ def _write_private(path: Path, token: str) -> None:
             os.close(fd)
         os.replace(temporary, path)
     except OSError as exc:
-        temporary.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
         raise ConfigError(
             f"cannot write the gateway token file {path}: {exc.strerror or exc}",
             hint="Pass --token-file FILE with a token of your own.",
