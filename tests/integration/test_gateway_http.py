@@ -348,3 +348,42 @@ async def test_a_port_in_use_is_a_usage_error() -> None:
         async with gateway() as url:
             with pytest.raises(UsageError, match="cannot listen"):
                 await serve_http(tiny_server(), host="127.0.0.1", port=port_of(url), token=TOKEN)
+
+
+async def test_cancelled_with_a_stream_open_it_stops_and_frees_the_port() -> None:
+    urls: list[str] = []
+    ready, stopped = anyio.Event(), anyio.Event()
+
+    def on_ready(url: str) -> None:
+        urls.append(url)
+        ready.set()
+
+    async def serve(scope: anyio.CancelScope) -> None:
+        try:
+            with scope:
+                await serve_http(
+                    tiny_server(), host="127.0.0.1", port=0, token=TOKEN, on_ready=on_ready
+                )
+        finally:
+            stopped.set()
+
+    scope = anyio.CancelScope()
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as group, httpx2.AsyncClient() as http:
+            group.start_soon(serve, scope)
+            await ready.wait()
+            auth = {"Authorization": f"Bearer {TOKEN}"}
+            opened = await post(urls[0], auth)
+            session = {**auth, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
+            # The session's standing stream stays open until the gateway stops.
+            listen = {
+                **session,
+                "Accept": "text/event-stream",
+                "MCP-Protocol-Version": "2025-11-25",
+            }
+            async with http.stream("GET", urls[0], headers=listen) as stream:
+                assert stream.status_code == 200
+                scope.cancel()
+                await stopped.wait()
+            with pytest.raises(OSError):
+                await anyio.connect_tcp("127.0.0.1", port_of(urls[0]))
