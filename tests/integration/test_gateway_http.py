@@ -120,6 +120,16 @@ async def post(url: str, headers: dict[str, str], body: object = INITIALIZE) -> 
         return await http.post(url, headers={**MCP_HEADERS, **headers}, content=json.dumps(body))
 
 
+LIST_TOOLS = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+
+
+async def open_session(url: str) -> str:
+    """A legacy session opened with the token; its ID."""
+    opened = await post(url, {"Authorization": f"Bearer {TOKEN}"})
+    assert opened.status_code == 200
+    return opened.headers["mcp-session-id"]
+
+
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_an_sdk_client_with_the_token_lists_and_calls_the_tool(mode: str) -> None:
     with anyio.fail_after(60):
@@ -153,11 +163,8 @@ async def test_two_clients_at_once_each_keep_a_session_of_their_own() -> None:
 async def test_a_session_id_without_the_token_is_refused() -> None:
     with anyio.fail_after(60):
         async with gateway() as url:
-            opened = await post(url, {"Authorization": f"Bearer {TOKEN}"})
-            assert opened.status_code == 200
-            session = opened.headers["mcp-session-id"]
-            listed = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
-            stolen = await post(url, {"Mcp-Session-Id": session}, listed)
+            session = await open_session(url)
+            stolen = await post(url, {"Mcp-Session-Id": session}, LIST_TOOLS)
             assert stolen.status_code == 401
             assert session not in stolen.text
 
@@ -166,12 +173,10 @@ async def test_a_session_id_without_the_token_is_refused() -> None:
 async def test_an_unknown_session_id_opens_nobody_elses_session() -> None:
     with anyio.fail_after(60):
         async with gateway() as url:
-            opened = await post(url, {"Authorization": f"Bearer {TOKEN}"})
-            assert opened.status_code == 200
+            await open_session(url)
             forged = "0" * 32
-            listed = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
             answer = await post(
-                url, {"Authorization": f"Bearer {TOKEN}", "Mcp-Session-Id": forged}, listed
+                url, {"Authorization": f"Bearer {TOKEN}", "Mcp-Session-Id": forged}, LIST_TOOLS
             )
             assert answer.status_code == 404
 
@@ -373,8 +378,7 @@ async def test_cancelled_with_a_stream_open_it_stops_and_frees_the_port() -> Non
             group.start_soon(serve, scope)
             await ready.wait()
             auth = {"Authorization": f"Bearer {TOKEN}"}
-            opened = await post(urls[0], auth)
-            session = {**auth, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
+            session = {**auth, "Mcp-Session-Id": await open_session(urls[0])}
             # The session's standing stream stays open until the gateway stops.
             listen = {
                 **session,
@@ -385,5 +389,5 @@ async def test_cancelled_with_a_stream_open_it_stops_and_frees_the_port() -> Non
                 assert stream.status_code == 200
                 scope.cancel()
                 await stopped.wait()
-            with pytest.raises(OSError):
+            with pytest.raises(OSError, match="connection attempts failed"):
                 await anyio.connect_tcp("127.0.0.1", port_of(urls[0]))
