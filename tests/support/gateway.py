@@ -71,13 +71,14 @@ async def gateway_over(
     audit: AuditTrail | None = None,
     limits: Limits | None = None,
     codec: StateCodec | None = None,
+    key: Any = by_client_name,
 ) -> AsyncIterator[Gateway]:
     config = HostConfig(local_dirs=(), limits=limits or Limits())
     async with SkillHost(config=config, policy=policy, audit=audit) as host:
         for spec in specs:
             await host.connect(spec)
         sessions = Sessions(host, store=store)
-        yield Gateway(host, sessions=sessions, key=by_client_name, codec=codec)
+        yield Gateway(host, sessions=sessions, key=key, codec=codec)
 
 
 @asynccontextmanager

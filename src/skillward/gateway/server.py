@@ -92,14 +92,24 @@ _FILES = (
 
 
 def session_key(ctx: ServerRequestContext[Any, Any]) -> str:
-    """Which client session a request belongs to: the transport's session over HTTP
-    (``Mcp-Session-Id``, issued and checked by the transport), the one client of a
-    stdio process otherwise."""
+    """Which client session a request belongs to.
+
+    Over stdio, the one client of the process. Over HTTP at 2025-11-25, the transport's
+    session (``Mcp-Session-Id``, issued and checked by the SDK's session manager). At
+    2026-07-28 over HTTP the protocol has no session: clients are told apart by the
+    name and version they report (unverified; every holder of the token is the same
+    person, so this separates that person's hosts, it does not defend one from another).
+    """
     headers = getattr(ctx.request, "headers", None)
-    if headers is not None:
-        sid = headers.get("mcp-session-id")
-        return f"http:{sid}" if isinstance(sid, str) and sid else "http:"
-    return "stdio"
+    if headers is None:
+        return "stdio"
+    sid = headers.get("mcp-session-id")
+    if isinstance(sid, str) and sid:
+        return f"http:{sid}"
+    params = ctx.session.client_params
+    info = params.client_info if params is not None else None
+    reported = f"{info.name}\x00{info.version}" if info is not None else ""
+    return "http-unsessioned:" + reported
 
 
 def _client_name(ctx: ServerRequestContext[Any, Any]) -> str | None:

@@ -1,0 +1,91 @@
+"""The gateway's tools over HTTP: the real gateway behind ``serve_http``, two clients of
+the ``mcp`` SDK at once in each protocol era, each with its own session."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import httpx2
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from skillward.gateway._http import serve_http
+from skillward.gateway.server import Gateway, session_key
+from tests.support.gated import DEPLOY_BODY_LINE, NOTES, build_gated_tree, serve
+from tests.support.gateway import MODES, Asker, choose, gateway_over, text
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "gateway-test-token-4f8a1c9e2b7d"
+WAIT = 60
+
+
+@asynccontextmanager
+async def over_http(gateway: Gateway) -> AsyncIterator[str]:
+    urls: list[str] = []
+    ready = anyio.Event()
+
+    def on_ready(url: str) -> None:
+        urls.append(url)
+        ready.set()
+
+    run = functools.partial(
+        serve_http, gateway.server, host="127.0.0.1", port=0, token=TOKEN, on_ready=on_ready
+    )
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        with anyio.fail_after(30):
+            await ready.wait()
+        try:
+            yield urls[0]
+        finally:
+            group.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def http_client(url: str, mode: str, asker: Asker | None, name: str) -> AsyncIterator[Client]:
+    options = {"elicitation_callback": asker} if asker is not None else {}
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}) as http,
+        Client(
+            streamable_http_client(url, http_client=http),
+            mode=mode,
+            client_info=types.Implementation(name=name, version="1"),
+            **options,
+        ) as client,
+    ):
+        yield client
+
+
+@pytest.mark.threat("T48")
+@pytest.mark.parametrize("mode", MODES)
+async def test_two_http_clients_have_sessions_of_their_own(tmp_path: Path, mode: str) -> None:
+    build_gated_tree(tmp_path / "acme", tmp_path / "marker")
+    served = serve(tmp_path / "acme", "acme")
+    first, second = Asker([choose("session")]), Asker([("decline", None)])
+    with anyio.fail_after(WAIT):
+        async with (
+            gateway_over([served.spec], key=session_key) as gateway,
+            over_http(gateway) as url,
+            http_client(url, mode, first, "one") as one,
+            http_client(url, mode, second, "two") as two,
+        ):
+            loaded = await one.call_tool("read_skill", {"ref": "deploy"})
+            again = await one.call_tool("read_skill", {"ref": "deploy"})
+            notes = await one.call_tool("read_skill_file", {"ref": "deploy", "path": "notes.md"})
+            stolen = await two.call_tool("read_skill_file", {"ref": "deploy", "path": "notes.md"})
+            theirs = await two.call_tool("read_skill", {"ref": "deploy"})
+    assert DEPLOY_BODY_LINE in text(loaded)
+    assert not again.is_error
+    assert len(first.messages) == 1
+    assert NOTES.decode() in text(notes)
+    assert stolen.is_error
+    assert NOTES.decode() not in text(stolen)
+    assert theirs.is_error
+    assert len(second.messages) == 1
