@@ -7,6 +7,7 @@ import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -50,7 +51,7 @@ async def over_http(gateway: Gateway) -> AsyncIterator[str]:
 
 @asynccontextmanager
 async def http_client(url: str, mode: str, asker: Asker | None, name: str) -> AsyncIterator[Client]:
-    options = {"elicitation_callback": asker} if asker is not None else {}
+    options: dict[str, Any] = {"elicitation_callback": asker} if asker is not None else {}
     async with (
         httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}) as http,
         Client(
