@@ -201,7 +201,8 @@ class StateCodec:
             payload = base64.urlsafe_b64decode(encoded.encode("ascii"))
         except (ValueError, UnicodeEncodeError):
             raise StateError("the request state is malformed") from None
-        if not hmac.compare_digest(self._mac(payload), mac):
+        # Bytes, not str: compare_digest refuses non-ASCII text, and the token is the client's.
+        if not hmac.compare_digest(self._mac(payload).encode(), mac.encode("utf-8", "replace")):
             raise StateError("the request state was not issued by this gateway")
         data = json.loads(payload)
         state = _State(data["s"], data["r"], data["h"], float(data["e"]), data["n"])
