@@ -5,7 +5,9 @@ real processes, and an upstream that is stopped and started again.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -25,16 +27,23 @@ from skillward.gateway.server import Upstreams
 from tests.support.gated import DEPLOY_BODY_LINE, NOTES, build_gated_tree
 from tests.support.gateway import MODES, Asker, choose, client_of, gateway_over, meta, text
 from tests.support.hostile import build_hostile_tree
+from tests.support.listings import REPO_ROOT
+from tests.support.secret_service import BACKEND_NAME, forget, secret_service_or_skip
 from tests.support.servers import http_server_process, serve_argv
 
 pytestmark = pytest.mark.anyio
 
 WAIT = 60
+NO_KEYRING = "keyring.backends.fail.Keyring"
+CACHE = REPO_ROOT / ".ci" / ".cache"
+NODE_BIN = CACHE / "node22" / "node_modules" / ".bin"
+INSPECTOR = CACHE / "inspector" / "node_modules" / ".bin" / "inspector"
 
 
-def _env(tmp_path: Path) -> dict[str, str]:
-    """A user of their own: config, state (audit, logs, token) and cache under tmp_path."""
-    return {
+def _env(tmp_path: Path, *, keyring: str | None = NO_KEYRING) -> dict[str, str]:
+    """A user of their own: config, state (audit, logs, token) and cache under tmp_path;
+    no keyring unless a test asks for the session's Secret Service (``keyring=None``)."""
+    env = {
         **os.environ,
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
         "XDG_STATE_HOME": str(tmp_path / "state"),
@@ -42,6 +51,10 @@ def _env(tmp_path: Path) -> dict[str, str]:
         "XDG_DATA_HOME": str(tmp_path / "data"),
         "HOME": str(tmp_path / "home"),
     }
+    env.pop("PYTHON_KEYRING_BACKEND", None)
+    if keyring is not None:
+        env["PYTHON_KEYRING_BACKEND"] = keyring
+    return env
 
 
 def gateway_argv(tmp_path: Path) -> list[str]:
@@ -63,11 +76,11 @@ def gateway_argv(tmp_path: Path) -> list[str]:
     ]
 
 
-def stdio_params(tmp_path: Path) -> StdioServerParameters:
+def stdio_params(tmp_path: Path, *, keyring: str | None = NO_KEYRING) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
         args=gateway_argv(tmp_path),
-        env=_env(tmp_path),
+        env=_env(tmp_path, keyring=keyring),
         cwd=str(Path(__file__).resolve().parents[2]),
     )
 
@@ -172,3 +185,82 @@ async def test_an_upstream_that_stops_is_its_own_error_and_is_served_again_once_
     assert meta(down)["label"] == "acme"
     assert not listed.is_error
     assert not back.is_error
+
+
+@pytest.mark.threat("T46")
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_skill_approved_and_remembered_in_a_terminal_loads_without_elicitation(
+    tmp_path: Path, mode: str
+) -> None:
+    backend = secret_service_or_skip()
+    argv = gateway_argv(tmp_path)
+    try:
+        await _approve_then_load(tmp_path, argv, mode)
+    finally:
+        forget(backend, tmp_path / "data" / "skillward" / "approvals.json")
+
+
+async def _approve_then_load(tmp_path: Path, argv: list[str], mode: str) -> None:
+    servers = argv[argv.index("--no-local") :]
+    with anyio.fail_after(WAIT):
+        approved = await anyio.run_process(
+            [sys.executable, "-m", "skillward", "approve", "acme:deploy", "--yes", *servers],
+            env=_env(tmp_path, keyring=BACKEND_NAME),
+            cwd=str(REPO_ROOT),
+            check=False,
+        )
+    assert approved.returncode == 0, approved.stderr.decode(errors="replace")
+    with anyio.fail_after(WAIT):
+        async with Client(stdio_params(tmp_path, keyring=BACKEND_NAME), mode=mode) as client:
+            loaded = await client.call_tool("read_skill", {"ref": "deploy"})
+            other = await client.call_tool("read_skill", {"ref": "plain"})
+    assert not loaded.is_error
+    assert DEPLOY_BODY_LINE in text(loaded)
+    assert other.is_error  # approved in the terminal: that skill only
+
+
+def _inspector(tmp_path: Path, era: str, *method: str, status: int = 0) -> dict[str, Any]:
+    """The Inspector CLI's one JSON answer (it exits 5 when a tool answers isError)."""
+    env = {**_env(tmp_path), "PATH": f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    options = ["--cli", "--protocol-era", era, *method, "--format", "json", "-q"]
+    done = subprocess.run(
+        [str(INSPECTOR), *options, "--", sys.executable, *gateway_argv(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=str(REPO_ROOT),
+        check=False,
+    )
+    assert done.returncode == status, done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    assert isinstance(result, dict)
+    return result
+
+
+@pytest.mark.skipif(
+    not INSPECTOR.exists() or not (NODE_BIN / "node").exists(),
+    reason="Node 22 and the MCP Inspector are not installed (.ci/thirdparty)",
+)
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_the_mcp_inspector_cli_lists_the_tools_and_without_elicitation_loads_nothing(
+    tmp_path: Path, era: str
+) -> None:
+    listed = _inspector(tmp_path, era, "--method", "tools/list")
+    names = [tool["name"] for tool in listed["result"]["tools"]]
+    assert names == ["list_skills", "read_skill", "read_skill_file"]
+    called = _inspector(
+        tmp_path,
+        era,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "read_skill",
+        "--tool-arg",
+        "ref=deploy",
+        status=5,
+    )["result"]
+    assert called["isError"] is True
+    assert called["_meta"]["skillward"]["error"] == "ApprovalRequired"
+    assert "skillward approve acme:deploy" in called["content"][0]["text"]
+    assert DEPLOY_BODY_LINE not in called["content"][0]["text"]
