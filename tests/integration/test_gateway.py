@@ -231,6 +231,26 @@ async def test_a_file_of_a_skill_loaded_in_another_session_is_not_read(
     assert not mine.is_error
 
 
+@pytest.mark.threat("T48")
+async def test_past_the_session_limit_the_least_recent_session_is_closed_and_holds_nothing(
+    served: Served,
+) -> None:
+    with anyio.fail_after(WAIT):
+        async with gateway_over([served.spec], sessions=2) as gateway:
+            async with (
+                client_of(gateway, "legacy", Asker([choose("session")]), name="a") as a,
+                client_of(gateway, "legacy", name="b") as b,
+                client_of(gateway, "legacy", name="c") as c,
+            ):
+                assert not (await a.call_tool("read_skill", {"ref": "deploy"})).is_error
+                await b.call_tool("list_skills", {})
+                await c.call_tool("list_skills", {})  # the third: a's session is closed
+                again = await a.call_tool("read_skill_file", {"ref": "deploy", "path": "notes.md"})
+            assert len(gateway.sessions) == 2
+    assert again.is_error
+    assert NOTES.decode() not in text(again)
+
+
 async def test_remember_writes_the_store_that_skillward_approve_uses(
     served: Served, tmp_path: Path
 ) -> None:
@@ -287,6 +307,15 @@ def _accept(decision: str = "once") -> dict[str, Any]:
     return {"approval": types.ElicitResult(action="accept", content={"decision": decision})}
 
 
+async def _answer(client: Any, state: str | None, ref: str = "deploy") -> types.CallToolResult:
+    """The client's retry: an accepting answer, with ``state`` as the request state."""
+    result = await client.session.call_tool(
+        "read_skill", {"ref": ref}, input_responses=_accept(), request_state=state
+    )
+    assert isinstance(result, types.CallToolResult)
+    return result
+
+
 @pytest.mark.threat("T47")
 async def test_a_request_state_is_accepted_once_for_its_own_session_skill_and_content(
     served: Served,
@@ -301,33 +330,19 @@ async def test_a_request_state_is_accepted_once_for_its_own_session_skill_and_co
             state = asked.request_state
             assert state is not None
             # Another session presents it.
-            theirs = await two.session.call_tool(
-                "read_skill", {"ref": "deploy"}, input_responses=_accept(), request_state=state
-            )
+            theirs = await _answer(two, state)
             # Tampered: one character of the signature changed.
             forged = state[:-1] + ("0" if state[-1] != "0" else "1")
-            tampered = await one.session.call_tool(
-                "read_skill", {"ref": "deploy"}, input_responses=_accept(), request_state=forged
-            )
+            tampered = await _answer(one, forged)
             # For another skill.
-            other = await one.session.call_tool(
-                "read_skill", {"ref": "plain"}, input_responses=_accept(), request_state=state
-            )
+            other = await _answer(one, state, "plain")
             # No state at all, only an answer.
-            bare = await one.session.call_tool(
-                "read_skill", {"ref": "deploy"}, input_responses=_accept()
-            )
-            used = await one.session.call_tool(
-                "read_skill", {"ref": "deploy"}, input_responses=_accept(), request_state=state
-            )
-            replayed = await one.session.call_tool(
-                "read_skill", {"ref": "deploy"}, input_responses=_accept(), request_state=state
-            )
+            bare = await _answer(one, None)
+            used = await _answer(one, state)
+            replayed = await _answer(one, state)
     for refused in (theirs, tampered, other, bare, replayed):
-        assert isinstance(refused, types.CallToolResult)
         assert refused.is_error
         assert DEPLOY_BODY_LINE not in text(refused)
-    assert isinstance(used, types.CallToolResult)
     assert not used.is_error
     assert DEPLOY_BODY_LINE in text(used)
 
@@ -343,13 +358,7 @@ async def test_a_request_state_past_its_expiry_is_refused(served: Served) -> Non
         ):
             asked = await _ask(client)
             now[0] += 61
-            late = await client.session.call_tool(
-                "read_skill",
-                {"ref": "deploy"},
-                input_responses=_accept(),
-                request_state=asked.request_state,
-            )
-    assert isinstance(late, types.CallToolResult)
+            late = await _answer(client, asked.request_state)
     assert late.is_error
     assert "expired" in text(late)
 
@@ -368,13 +377,7 @@ async def test_content_that_changes_between_question_and_answer_loads_nothing(
             served.change("deploy/notes.md", b"swapped after the question\n")
             # The gateway learns of the change (a read under the loaded skill finds it).
             await client.call_tool("read_skill_file", {"ref": "deploy", "path": "notes.md"})
-            answer = await client.session.call_tool(
-                "read_skill",
-                {"ref": "deploy"},
-                input_responses=_accept(),
-                request_state=asked.request_state,
-            )
-    assert isinstance(answer, types.CallToolResult)
+            answer = await _answer(client, asked.request_state)
     assert answer.is_error
     assert DEPLOY_BODY_LINE not in text(answer)
     assert "changed between the question and the answer" in text(answer)

@@ -72,13 +72,14 @@ async def gateway_over(
     limits: Limits | None = None,
     codec: StateCodec | None = None,
     key: Any = by_client_name,
+    sessions: int = 256,
 ) -> AsyncIterator[Gateway]:
     config = HostConfig(local_dirs=(), limits=limits or Limits())
     async with SkillHost(config=config, policy=policy, audit=audit) as host:
         for spec in specs:
             await host.connect(spec)
-        sessions = Sessions(host, store=store)
-        yield Gateway(host, sessions=sessions, key=key, codec=codec)
+        held = Sessions(host, store=store, limit=sessions)
+        yield Gateway(host, sessions=held, key=key, codec=codec)
 
 
 @asynccontextmanager

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import mcp_types as types
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -17,6 +18,7 @@ from skillward.gateway._approval import (
     answer_for,
     approval_message,
 )
+from skillward.gateway.server import _asks_forms
 from skillward.trust.approvals import ActivationRequest, Decision, Question, Scope, content_hash
 from tests.support.approvals import make_entry, make_request
 
@@ -120,3 +122,23 @@ def test_the_question_escapes_what_the_server_wrote() -> None:
     assert "\x07" not in message
     assert "Content hash: sha256:" in message
     assert "grants none of them" in message
+
+
+@pytest.mark.parametrize(
+    ("elicitation", "asks"),
+    [
+        (None, False),
+        ({}, True),
+        ({"form": {}}, True),
+        ({"form": {}, "url": {}}, True),
+        ({"url": {}}, False),
+    ],
+)
+def test_only_a_client_that_declares_form_elicitation_is_asked(
+    elicitation: dict[str, Any] | None, asks: bool
+) -> None:
+    capabilities = types.ClientCapabilities.model_validate(
+        {} if elicitation is None else {"elicitation": elicitation}
+    )
+    assert _asks_forms(capabilities) is asks
+    assert _asks_forms(None) is False

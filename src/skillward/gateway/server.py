@@ -119,6 +119,15 @@ def _client_name(ctx: ServerRequestContext[Any, Any]) -> str | None:
     return params.client_info.name
 
 
+def _asks_forms(capabilities: types.ClientCapabilities | None) -> bool:
+    """Whether the client declared form elicitation (an empty ``elicitation`` object
+    means form mode; one that names only ``url`` cannot show the form)."""
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    if elicitation is None:
+        return False
+    return elicitation.form is not None or elicitation.url is None
+
+
 def _tools(refs: list[str]) -> list[types.Tool]:
     ref: dict[str, Any] = {
         "type": "string",
@@ -368,8 +377,7 @@ class Gateway:
         change = verdict.change if isinstance(verdict, Changed) else None
         entry = record.entry
         digest = content_hash(entry) if entry is not None else None
-        capabilities = ctx.session.client_capabilities
-        if capabilities is None or capabilities.elicitation is None:
+        if not _asks_forms(ctx.session.client_capabilities):
             host.audit.record(
                 "denial",
                 "denied",
@@ -383,7 +391,7 @@ class Gateway:
             return self._origin_error(
                 ApprovalRequired(
                     f"loading skill {qualified!r} needs the person's approval, and this MCP "
-                    "client cannot ask them (it does not support elicitation); nothing was "
+                    "client cannot ask them (it does not support form elicitation); nothing was "
                     f"loaded. Ask the person to run: skillward approve {qualified} "
                     "(in a terminal), then call read_skill again",
                     server=record.origin.label,
