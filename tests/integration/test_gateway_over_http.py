@@ -13,7 +13,10 @@ import anyio
 import httpx2
 import mcp_types as types
 import pytest
-from mcp import Client
+from fastmcp import Client as FastMCPClient
+from fastmcp.client.elicitation import ElicitResult
+from fastmcp.client.transports import StreamableHttpTransport
+from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
 from skillward.gateway._http import serve_http
@@ -90,3 +93,35 @@ async def test_two_http_clients_have_sessions_of_their_own(tmp_path: Path, mode:
     assert NOTES.decode() not in text(stolen)
     assert theirs.is_error
     assert len(second.messages) == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_fastmcps_client_over_http_is_asked_and_served_with_the_token(
+    tmp_path: Path, mode: str
+) -> None:
+    build_gated_tree(tmp_path / "acme", tmp_path / "marker")
+    served = serve(tmp_path / "acme", "acme")
+    asked: list[str] = []
+
+    async def on_elicit(message: str, response_type: Any, params: Any, context: Any) -> Any:
+        asked.append(message)
+        return ElicitResult(action="accept", content={"decision": "once"})
+
+    with anyio.fail_after(WAIT):
+        async with (
+            gateway_over([served.spec], key=session_key) as gateway,
+            over_http(gateway) as url,
+        ):
+            transport = StreamableHttpTransport(url, auth=TOKEN)
+            async with FastMCPClient(
+                transport, elicitation_handler=on_elicit, mode=mode, timeout=30
+            ) as client:
+                result = await client.call_tool("read_skill", {"ref": "deploy"})
+            refused = StreamableHttpTransport(url, auth="not-the-token-at-all-0000")
+            with pytest.raises(MCPError):  # its 401 reaches FastMCP as an error response
+                async with FastMCPClient(refused, mode=mode, timeout=30) as stranger:
+                    await stranger.list_tools()
+    assert len(asked) == 1
+    (item,) = result.content
+    assert isinstance(item, types.TextContent)
+    assert DEPLOY_BODY_LINE in item.text
