@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
 import pytest
 from fastmcp import Client as FastMCPClient
 from fastmcp.client.elicitation import ElicitResult
 from fastmcp.client.transports import StdioTransport
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 from skillward.edge.servers import HttpTransport, ServerSpec
 from skillward.gateway.server import Upstreams
@@ -264,3 +266,52 @@ def test_the_mcp_inspector_cli_lists_the_tools_and_without_elicitation_loads_not
     assert called["_meta"]["skillward"]["error"] == "ApprovalRequired"
     assert "skillward approve acme:deploy" in called["content"][0]["text"]
     assert DEPLOY_BODY_LINE not in called["content"][0]["text"]
+
+
+async def test_skillward_gateway_over_http_prints_the_token_file_never_the_token(
+    tmp_path: Path,
+) -> None:
+    argv = [sys.executable, *gateway_argv(tmp_path), "--http", "127.0.0.1:0"]
+    process = await anyio.open_process(argv, env=_env(tmp_path), cwd=str(REPO_ROOT))
+    try:
+        assert process.stderr is not None
+        seen = b""
+        with anyio.fail_after(WAIT):
+            async for chunk in process.stderr:
+                seen += chunk
+                if b"/mcp" in seen:
+                    break
+        said = seen.decode()
+        token_file = tmp_path / "state" / "skillward" / "gateway-token"
+        token = token_file.read_text().strip()
+        assert str(token_file) in said.replace("\n", "")
+        assert token not in said
+        url = "http://127.0.0.1:" + said.split("http://127.0.0.1:", 1)[1].split("/mcp", 1)[0]
+        with anyio.fail_after(WAIT):
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+                Client(streamable_http_client(url + "/mcp", http_client=http)) as client,
+            ):
+                catalog = await client.call_tool("list_skills", {})
+                refused = await client.call_tool("read_skill", {"ref": "deploy"})
+    finally:
+        process.terminate()
+        with anyio.fail_after(WAIT):
+            await process.wait()
+        await process.aclose()
+    assert 'ref="deploy"' in text(catalog)
+    assert refused.is_error  # the SDK's client without a callback declares no elicitation
+
+
+def test_a_token_file_without_http_is_refused(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "skillward", "gateway", "--token-file", str(tmp_path / "t")],
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        env=_env(tmp_path),
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "--token-file needs --http" in done.stderr
+    assert done.stdout == ""
