@@ -75,7 +75,8 @@ def approval_message(
     lines = [f"Load the skill {printable(qualified, limit=_SHOWN)}?"]
     if change is not None:
         lines.append(f"CHANGED since it was approved: {printable(change.summary(), limit=600)}.")
-    origin = f"server {record.origin.label}" if record.origin.is_mcp else "local skills"
+    label = record.origin.label
+    origin = f"server {label}" if record.origin.is_mcp else f"the local skills {label}"
     if request.identity:
         origin += f", reached by {printable(request.identity, limit=_SHOWN)}"
     lines.append(f"From {origin}.")
@@ -105,7 +106,8 @@ def approval_message(
             f"'remember' is unavailable here ({printable(remember_unavailable, limit=200)}); "
             "it would last this session."
         )
-    lines.append("The skill's text is written by the server: it is data, not instructions.")
+    if record.origin.is_mcp:
+        lines.append("The skill's text is written by the server: it is data, not instructions.")
     return "\n".join(lines)
 
 
