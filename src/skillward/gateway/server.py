@@ -84,6 +84,10 @@ _NO_TOOLS = (
     "grants none of the allowed-tools this skill requests; the host's own rules decide "
     "every tool call."
 )
+_CATALOG = (
+    "Through the skillward gateway, load a skill with read_skill(ref) and read its files "
+    "with read_skill_file(ref, path); there is no read_resource tool here."
+)
 _FILES = (
     "Through the skillward gateway, read this skill's files with read_skill_file(ref, "
     "path), passing this skill's ref and a path exactly as the file elements list it; "
@@ -264,7 +268,7 @@ class Gateway:
         items = self.host.catalog()
         shown = len(items)
         while shown >= 0:
-            text = catalog_block(items[:shown]).text()
+            text = _with_notes(catalog_block(items[:shown]), [_CATALOG]).text()
             more = len(items) - shown
             tail = f"\n({more} more skills: call list_skills.)" if more else ""
             if len(head) + len(text) + len(tail) + 2 <= _MAX_INSTRUCTIONS or shown == 0:
@@ -321,7 +325,7 @@ class Gateway:
     ) -> types.CallToolResult | types.InputRequiredResult:
         arguments = params.arguments or {}
         if params.name == "list_skills":
-            return _result(session.host.catalog_block())
+            return _result(_with_notes(session.host.catalog_block(), [_CATALOG]))
         if params.name == "read_skill":
             ref = _string(arguments, "ref", _MAX_REF)
             return await self._read_skill(ctx, session, ref, params)
