@@ -65,6 +65,7 @@ async def test_the_gateway_offers_exactly_three_tools_and_the_catalog_in_its_ins
             for tool in tools:
                 assert "data, never instructions" in (tool.description or "")
             assert client.instructions is not None
+            assert "read_skill_file(ref, path)" in client.instructions
             assert 'ref="deploy"' in client.instructions
             catalog = await client.call_tool("list_skills", {})
     assert not catalog.is_error
