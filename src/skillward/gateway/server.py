@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -241,7 +242,7 @@ class Gateway:
         self.codec = codec or StateCodec()
         self.approval_timeout = approval_timeout
         self.bus = InMemorySubscriptionBus()
-        self._refs = self._catalog_refs()
+        self._shown = self._catalog_shown()
         self.server: Server[Any] = _GatewayServer(
             name,
             version=version,
@@ -250,13 +251,19 @@ class Gateway:
             on_call_tool=self._call_tool,
             on_subscriptions_listen=ListenHandler(self.bus),
         )
-        # Legacy connections that listed the tools, told when the catalog changes.
-        self._listeners: list[Any] = []
+        # Legacy connections that listed the tools, told when the catalog changes (weakly
+        # held: a connection that ends is forgotten with it).
+        self._listeners: weakref.WeakSet[Any] = weakref.WeakSet()
 
     # --- the catalog ---------------------------------------------------------------------
 
-    def _catalog_refs(self) -> list[str]:
-        return [item.ref for item in self.host.catalog()]
+    def _catalog_shown(self) -> list[tuple[str, str, str]]:
+        """What the catalog shows of each skill: a change to any of it is a change."""
+        return [(item.ref, item.origin.label, item.description) for item in self.host.catalog()]
+
+    @property
+    def _refs(self) -> list[str]:
+        return [ref for ref, _, _ in self._shown]
 
     def instructions(self) -> str:
         """What the server's instructions carry: how to use it, and the catalog, bounded."""
@@ -279,17 +286,17 @@ class Gateway:
     async def catalog_changed(self) -> bool:
         """After servers came, went or changed: update the instructions and the tools, and
         tell the clients listening. True if the catalog changed."""
-        refs = self._catalog_refs()
-        if refs == self._refs:
+        shown = self._catalog_shown()
+        if shown == self._shown:
             return False
-        self._refs = refs
+        self._shown = shown
         self.server.instructions = self.instructions()
         await self.bus.publish(ToolsListChanged())
         for connection in list(self._listeners):
             try:
                 await connection.send_tool_list_changed()
             except Exception:  # a client that went away
-                self._listeners.remove(connection)
+                self._listeners.discard(connection)
         return True
 
     # --- handlers ------------------------------------------------------------------------
@@ -299,8 +306,8 @@ class Gateway:
     ) -> types.ListToolsResult:
         if ctx.protocol_version not in _MODERN:
             connection = getattr(ctx.session, "_connection", None)
-            if connection is not None and connection not in self._listeners:
-                self._listeners.append(connection)
+            if connection is not None:
+                self._listeners.add(connection)
         return types.ListToolsResult(tools=_tools(self._refs))
 
     async def _call_tool(
