@@ -20,11 +20,11 @@ import mcp_types as types
 import pytest
 from fastmcp import Client as FastMCPClient
 from fastmcp.client.elicitation import ElicitResult
-from fastmcp.client.transports import StdioTransport
+from fastmcp.client.transports import StdioTransport as FastMCPStdio
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from skillward.edge.servers import HttpTransport, ServerSpec
+from skillward.edge.servers import HttpTransport, ServerSpec, StdioTransport
 from skillward.gateway.server import Upstreams
 from tests.support.gated import DEPLOY_BODY_LINE, NOTES, build_gated_tree
 from tests.support.gateway import MODES, Asker, choose, client_of, gateway_over, meta, text
@@ -133,7 +133,7 @@ async def test_fastmcps_client_is_asked_and_served_in_both_eras(tmp_path: Path, 
         return ElicitResult(action="accept", content={"decision": enum[0]})
 
     params = stdio_params(tmp_path)
-    transport = StdioTransport(
+    transport = FastMCPStdio(
         params.command, list(params.args), env=params.env, cwd=str(params.cwd), keep_alive=False
     )
     with anyio.fail_after(WAIT):
@@ -315,3 +315,30 @@ def test_a_token_file_without_http_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "--token-file needs --http" in done.stderr
     assert done.stdout == ""
+
+
+@pytest.mark.threat("T50")
+async def test_a_server_that_failed_to_start_is_connected_once_it_can_be_and_announced(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "acme"
+    build_gated_tree(root, tmp_path / "marker")
+    script = tmp_path / "later.py"  # not there yet: the server cannot start
+    spec = ServerSpec(
+        label="later",
+        transport=StdioTransport(command=sys.executable, args=(str(script), str(root))),
+    )
+    with anyio.fail_after(WAIT):
+        async with gateway_over([]) as gateway, client_of(gateway, "legacy") as client:
+            upstreams = Upstreams(gateway, [spec])
+            assert not await upstreams.step()  # it fails: kept, retried later, nothing raised
+            assert "later" in upstreams.pending
+            script.write_text(
+                "import sys\nfrom skillward.cli import main\n"
+                "sys.exit(main(['serve', sys.argv[1]]))\n"
+            )
+            upstreams._due.clear()  # the backoff is over
+            assert await upstreams.step()
+            catalog = await client.call_tool("list_skills", {})
+    assert not upstreams.pending
+    assert 'ref="deploy"' in text(catalog)
