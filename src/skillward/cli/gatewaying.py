@@ -51,11 +51,21 @@ def add_commands(commands: Commands) -> None:
     gateway_.add_argument(
         "--refresh",
         metavar="SECONDS",
-        type=float,
+        type=_seconds,
         default=60.0,
         help="how often the servers are listed again, and dead ones reconnected (default 60)",
     )
     gateway_.add_argument("--name", default="skillward-gateway", help="serverInfo.name to report")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 1 <= value <= 86400:
+        raise argparse.ArgumentTypeError(f"expected seconds between 1 and 86400, not {text!r}")
+    return value
 
 
 def gateway(args: argparse.Namespace) -> int:
