@@ -21,6 +21,7 @@ from skillward.core.config import Limits
 from skillward.core.errors import PolicyDenied
 from skillward.edge.servers import InMemoryTransport, ServerSpec
 from skillward.gateway._approval import StateCodec
+from skillward.gateway.server import Upstreams
 from skillward.serve.server import build_skills_server
 from skillward.trust._store import FileApprovalStore
 from skillward.trust.approvals import ActivationRequest
@@ -591,3 +592,18 @@ async def test_a_server_that_goes_is_announced_to_a_listening_2026_client(
     assert type(event).__name__ == "ToolsListChanged"
     enum = tools[1].input_schema["properties"]["ref"]["enum"]
     assert not any(ref.startswith("evil:") for ref in enum)
+
+
+async def test_a_listing_is_listed_again_when_its_ttl_has_passed_and_not_before(
+    served: Served,
+) -> None:
+    with anyio.fail_after(WAIT):
+        async with gateway_over([served.spec]) as gateway:
+            (status,) = gateway.host.servers()
+            assert status.listing_ttl is not None  # skillward serve gives ttlMs at 2026-07-28
+            upstreams = Upstreams(gateway, [], interval=3600)
+            assert not await upstreams.step()  # listed again: nothing changed
+            due = upstreams._due["acme"]
+            assert due - anyio.current_time() <= max(5.0, status.listing_ttl) + 1
+            assert not await upstreams.step()  # not due yet: not listed again
+            assert upstreams._due["acme"] == due
