@@ -161,6 +161,7 @@ class _State:
     digest: str | None
     expires: float
     nonce: str
+    extra: str
 
 
 class StateCodec:
@@ -183,19 +184,23 @@ class StateCodec:
     def _mac(self, payload: bytes) -> str:
         return hmac.new(self._key, payload, hashlib.sha256).hexdigest()
 
-    def sign(self, session: str, ref: str, digest: str | None) -> str:
+    def sign(self, session: str, ref: str, digest: str | None, extra: str = "") -> str:
+        """A state for this question; ``extra`` (the approval page's id) comes back from
+        :meth:`check`."""
         state = {
             "s": session,
             "r": ref,
             "h": digest,
             "e": self._clock() + self._lifetime,
             "n": secrets.token_hex(16),
+            "x": extra,
         }
         payload = json.dumps(state, sort_keys=True, separators=(",", ":")).encode()
         return base64.urlsafe_b64encode(payload).decode("ascii") + "." + self._mac(payload)
 
-    def check(self, token: object, *, session: str, ref: str, digest: str | None) -> None:
-        """Accept ``token`` once for exactly this question; raise StateError otherwise."""
+    def check(self, token: object, *, session: str, ref: str, digest: str | None) -> str:
+        """Accept ``token`` once for exactly this question, and return its ``extra``;
+        raise StateError otherwise."""
         if not isinstance(token, str) or len(token) > 4096 or token.count(".") != 1:
             raise StateError("the request state is missing or malformed")
         encoded, mac = token.split(".")
@@ -207,7 +212,7 @@ class StateCodec:
         if not hmac.compare_digest(self._mac(payload).encode(), mac.encode("utf-8", "replace")):
             raise StateError("the request state was not issued by this gateway")
         data = json.loads(payload)
-        state = _State(data["s"], data["r"], data["h"], float(data["e"]), data["n"])
+        state = _State(data["s"], data["r"], data["h"], float(data["e"]), data["n"], data["x"])
         now = self._clock()
         if state.expires < now:
             raise StateError("the request state expired; ask again")
@@ -219,3 +224,4 @@ class StateCodec:
         if state.nonce in self._used:
             raise StateError("the request state was already used")
         self._used[state.nonce] = state.expires
+        return state.extra

@@ -14,19 +14,24 @@ gateway to another server's resources.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import difflib
 import logging
 import weakref
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
+from skillward.cache.seam import CacheKey
 from skillward.core.context import ContextBlock, catalog_block, error_block
 from skillward.core.errors import (
     AmbiguousName,
@@ -41,6 +46,7 @@ from skillward.core.errors import (
 )
 from skillward.core.registry import SkillRecord, parse_reference
 from skillward.core.uris import parse_uri
+from skillward.core.verify import sha256_digest
 from skillward.edge.servers import ServerSpec
 from skillward.gateway._approval import (
     SCHEMA,
@@ -49,10 +55,11 @@ from skillward.gateway._approval import (
     answer_for,
     approval_message,
 )
+from skillward.gateway._page import ApprovalPages, Page
 from skillward.gateway._sessions import ClientSession, Sessions
 from skillward.host.skillhost import SkillHost
 from skillward.host.types import Activation
-from skillward.trust.approvals import Approved, Changed, content_hash
+from skillward.trust.approvals import Approved, Changed, Verdict, content_hash
 from skillward.trust.audit import as_client
 
 __all__ = [
@@ -131,6 +138,72 @@ def _asks_forms(capabilities: types.ClientCapabilities | None) -> bool:
     if elicitation is None:
         return False
     return elicitation.form is not None or elicitation.url is None
+
+
+class _NotAnswered(Exception):
+    """The person's approval was not obtained: why, in skillward's words."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+@dataclass(frozen=True, slots=True)
+class _Question:
+    session: ClientSession
+    record: SkillRecord
+    qualified: str
+    digest: str | None
+    message: str
+
+
+#: An answer obtained (action, content), or the round trip that will bring one.
+_Asked = tuple[str, Mapping[str, Any] | None] | types.InputRequiredResult
+#: How much of the difference since the last approval a page shows.
+_MAX_DIFF = 200_000
+
+
+async def _changes(host: SkillHost, record: SkillRecord, verdict: Verdict) -> str | None:
+    """What changed since the last approval: the summary, and the difference in SKILL.md
+    when the disk cache still holds the SKILL.md approved (verified against its digest)."""
+    if not isinstance(verdict, Changed):
+        return None
+    summary = verdict.change.summary()
+    entry = record.entry
+    approved = verdict.record
+    binding = next(
+        (f for f in approved.files or () if entry is not None and f.uri == entry.uri), None
+    )
+    if entry is None or binding is None:
+        return summary
+    key = CacheKey(
+        origin=record.origin.label,
+        identity=approved.identity,
+        skill=entry.uri,
+        uri=entry.uri,
+        digest=binding.digest,
+        size=binding.size,
+    )
+    before = await anyio.to_thread.run_sync(host.cache.get, key)
+    if before is None or sha256_digest(before) != binding.digest:
+        return summary + "\n\n(The SKILL.md approved before is not in the disk cache.)"
+    now = await host.view_skill_md(record)
+    diff = "\n".join(
+        difflib.unified_diff(
+            before.decode("utf-8", "replace").splitlines(),
+            now.splitlines(),
+            "SKILL.md as approved",
+            "SKILL.md now",
+            lineterm="",
+        )
+    )
+    return f"{summary}\n\n{diff[:_MAX_DIFF]}"
+
+
+def _asks_urls(capabilities: types.ClientCapabilities | None) -> bool:
+    """Whether the client declared URL-mode elicitation."""
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    return elicitation is not None and elicitation.url is not None
 
 
 def _tools(refs: list[str]) -> list[types.Tool]:
@@ -235,8 +308,11 @@ class Gateway:
         name: str = "skillward-gateway",
         version: str = "",
         key: Callable[[ServerRequestContext[Any, Any]], str] = session_key,
+        pages: ApprovalPages | None = None,
     ) -> None:
         self.host = host
+        #: The one-time approval pages, for clients that declare URL-mode elicitation.
+        self.pages = pages
         self._key = key
         self.sessions = sessions
         self.codec = codec or StateCodec()
@@ -388,7 +464,10 @@ class Gateway:
         change = verdict.change if isinstance(verdict, Changed) else None
         entry = record.entry
         digest = content_hash(entry) if entry is not None else None
-        if not _asks_forms(ctx.session.client_capabilities):
+        capabilities = ctx.session.client_capabilities
+        pages = self.pages if self.pages is not None and self.pages.ready else None
+        on_page = pages is not None and _asks_urls(capabilities)
+        if not on_page and not _asks_forms(capabilities):
             host.audit.record(
                 "denial",
                 "denied",
@@ -412,42 +491,19 @@ class Gateway:
             )
         why_not_remember = await session.book.remember_unavailable(request)
         message = approval_message(request, qualified, change, why_not_remember)
-        if ctx.protocol_version in _MODERN:
-            if params.input_responses is None and params.request_state is None:
-                return types.InputRequiredResult(
-                    input_requests={
-                        _INPUT: types.ElicitRequest(
-                            params=types.ElicitRequestFormParams(
-                                message=message, requested_schema=SCHEMA
-                            )
-                        )
-                    },
-                    request_state=self.codec.sign(session.key, qualified, digest),
-                )
-            try:
-                self.codec.check(
-                    params.request_state, session=session.key, ref=qualified, digest=digest
-                )
-            except StateError as error:
-                return self._refused(session, record, request.identity, digest, str(error))
-            response = (params.input_responses or {}).get(_INPUT)
-            if not isinstance(response, types.ElicitResult):
-                return self._refused(session, record, request.identity, digest, "no answer")
-            action, content = response.action, response.content
-        else:
-            try:
-                with anyio.fail_after(self.approval_timeout):
-                    result = await ctx.session.elicit_form(
-                        message, SCHEMA, related_request_id=ctx.request_id
-                    )
-            except TimeoutError:
-                return self._refused(session, record, request.identity, digest, "no answer in time")
-            except Exception as error:  # the client failed to ask
-                logger.info("elicitation failed: %s", type(error).__name__)
-                return self._refused(
-                    session, record, request.identity, digest, "the client could not ask"
-                )
-            action, content = result.action, result.content
+        question = _Question(session, record, qualified, digest, message)
+        try:
+            if pages is not None and on_page:
+                asked = await self._ask_on_page(ctx, pages, question, verdict, params)
+            else:
+                asked = await self._ask_in_form(ctx, question, params)
+        except _NotAnswered as refusal:
+            return self._refused(session, record, request.identity, digest, refusal.why)
+        except SkillwardError as error:  # SKILL.md could not be shown
+            return self._origin_error(error, record)
+        if isinstance(asked, types.InputRequiredResult):
+            return asked
+        action, content = asked
         answer = answer_for(action, content)
         if answer is None:
             why = "the person declined" if action != "accept" else "the person chose deny"
@@ -461,6 +517,111 @@ class Gateway:
             return await self._load(session, record, qualified)
         finally:
             session.prepared.take(record.key, digest)
+
+    async def _ask_in_form(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        question: _Question,
+        params: types.CallToolRequestParams,
+    ) -> _Asked:
+        """Form-mode elicitation: the person's answer as (action, content)."""
+        if ctx.protocol_version in _MODERN:
+            if params.input_responses is None and params.request_state is None:
+                form = types.ElicitRequestFormParams(
+                    message=question.message, requested_schema=SCHEMA
+                )
+                return types.InputRequiredResult(
+                    input_requests={_INPUT: types.ElicitRequest(params=form)},
+                    request_state=self._sign(question),
+                )
+            self._check(question, params)
+            response = (params.input_responses or {}).get(_INPUT)
+            if not isinstance(response, types.ElicitResult):
+                raise _NotAnswered("no answer")
+            return response.action, response.content
+        try:
+            with anyio.fail_after(self.approval_timeout):
+                result = await ctx.session.elicit_form(
+                    question.message, SCHEMA, related_request_id=ctx.request_id
+                )
+        except TimeoutError:
+            raise _NotAnswered("no answer in time") from None
+        except Exception as error:  # the client failed to ask
+            logger.info("elicitation failed: %s", type(error).__name__)
+            raise _NotAnswered("the client could not ask") from None
+        return result.action, result.content
+
+    async def _ask_on_page(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        pages: ApprovalPages,
+        question: _Question,
+        verdict: Verdict,
+        params: types.CallToolRequestParams,
+    ) -> _Asked:
+        """URL-mode elicitation: the person decides on a one-time loopback page."""
+        modern = ctx.protocol_version in _MODERN
+        if modern and (params.input_responses is not None or params.request_state is not None):
+            page = pages.get(self._check(question, params))
+            response = (params.input_responses or {}).get(_INPUT)
+            if page is None:
+                raise _NotAnswered("the question expired")
+            if not isinstance(response, types.ElicitResult) or response.action != "accept":
+                await pages.wait(page, 0)
+                raise _NotAnswered("the person declined")
+            return await self._decision(pages, page)
+        host = question.session.host
+        page = pages.open(
+            title=f"Load the skill {question.qualified}?",
+            message=question.message,
+            skill_md=await host.view_skill_md(question.record),
+            changes=await _changes(host, question.record, verdict),
+        )
+        asking = f"Review the skill {question.qualified} and decide on the page.\n" + (
+            question.message
+        )
+        if modern:
+            url = types.ElicitRequestURLParams(message=asking, url=page.url)
+            return types.InputRequiredResult(
+                input_requests={_INPUT: types.ElicitRequest(params=url)},
+                request_state=self._sign(question, page.id),
+            )
+        try:
+            with anyio.fail_after(self.approval_timeout):
+                result = await ctx.session.elicit_url(
+                    asking, page.url, page.id, related_request_id=ctx.request_id
+                )
+        except Exception as error:  # no answer in time, or the client failed to ask
+            logger.info("elicitation failed: %s", type(error).__name__)
+            await pages.wait(page, 0)
+            raise _NotAnswered("the client could not ask") from None
+        if result.action != "accept":
+            await pages.wait(page, 0)
+            raise _NotAnswered("the person declined")
+        decided = await self._decision(pages, page)
+        with contextlib.suppress(Exception):  # a courtesy: the client may retry at once
+            await ctx.session.send_elicit_complete(page.id, related_request_id=ctx.request_id)
+        return decided
+
+    async def _decision(self, pages: ApprovalPages, page: Page) -> _Asked:
+        decision = await pages.wait(page, self.approval_timeout)
+        if decision is None:
+            raise _NotAnswered("no decision on the page in time")
+        return "accept", {"decision": decision}
+
+    def _sign(self, question: _Question, extra: str = "") -> str:
+        return self.codec.sign(question.session.key, question.qualified, question.digest, extra)
+
+    def _check(self, question: _Question, params: types.CallToolRequestParams) -> str:
+        try:
+            return self.codec.check(
+                params.request_state,
+                session=question.session.key,
+                ref=question.qualified,
+                digest=question.digest,
+            )
+        except StateError as error:
+            raise _NotAnswered(str(error)) from None
 
     def _refused(
         self,
