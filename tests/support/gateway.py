@@ -9,7 +9,7 @@ it was asked.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,9 +19,11 @@ from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.server.context import ServerRequestContext
 
+from skillward.cache.seam import ContentCache
 from skillward.core.config import Limits
 from skillward.edge.servers import ServerSpec
 from skillward.gateway._approval import StateCodec
+from skillward.gateway._page import ApprovalPages
 from skillward.gateway._sessions import Sessions
 from skillward.gateway.server import Gateway
 from skillward.host.skillhost import HostConfig, SkillHost
@@ -73,20 +75,22 @@ async def gateway_over(
     codec: StateCodec | None = None,
     key: Any = by_client_name,
     sessions: int = 256,
+    pages: ApprovalPages | None = None,
+    cache: ContentCache | None = None,
 ) -> AsyncIterator[Gateway]:
     config = HostConfig(local_dirs=(), limits=limits or Limits())
-    async with SkillHost(config=config, policy=policy, audit=audit) as host:
+    async with SkillHost(config=config, policy=policy, audit=audit, cache=cache) as host:
         for spec in specs:
             await host.connect(spec)
         held = Sessions(host, store=store, limit=sessions)
-        yield Gateway(host, sessions=held, key=key, codec=codec)
+        yield Gateway(host, sessions=held, key=key, codec=codec, pages=pages)
 
 
 @asynccontextmanager
 async def client_of(
     gateway: Gateway,
     mode: str,
-    asker: Asker | None = None,
+    asker: Callable[..., Any] | None = None,
     *,
     name: str = "client",
     on_message: Any = None,

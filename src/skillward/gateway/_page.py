@@ -155,7 +155,13 @@ class ApprovalPages:
         try:
             port = sock.getsockname()[1]
             base = f"http://127.0.0.1:{port}"
-            config = uvicorn.Config(self.app, log_level="warning", lifespan="off", access_log=False)
+            config = uvicorn.Config(
+                self.app,
+                interface="asgi3",
+                log_level="warning",
+                lifespan="off",
+                access_log=False,
+            )
 
             def ready(url: str) -> None:
                 self._base, self._origin = url, url.encode("ascii")
