@@ -9,7 +9,6 @@ import functools
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from skillward.cache._disk import DiskCache
 from skillward.gateway._page import ApprovalPages
 from skillward.gateway.server import Gateway
 from tests.support.gated import DEPLOY_BODY_LINE, NOTES, Served, build_gated_tree, serve
-from tests.support.gateway import MODES, client_of, gateway_over, meta, text
+from tests.support.gateway import MODES, Browser, client_of, gateway_over, meta, text
 from tests.support.trees import write
 
 pytestmark = pytest.mark.anyio
@@ -39,39 +38,6 @@ def served(tmp_path: Path) -> Served:
     body = f"---\nname: markup\ndescription: Writes markup\n---\n{HOSTILE_BODY}"
     write(root, "markup/SKILL.md", body.encode())
     return serve(root, "acme")
-
-
-@dataclass
-class Browser:
-    """The person at the page: reads it, then posts ``decision`` with its nonce (or what
-    ``form`` says instead, "NONCE" standing for the page's); what the client answers the
-    elicitation with is ``action``."""
-
-    decision: str = "once"
-    action: str = "accept"
-    form: dict[str, str] | None = None
-    pages: list[httpx2.Response] = field(default_factory=list)
-    posts: list[httpx2.Response] = field(default_factory=list)
-    urls: list[str] = field(default_factory=list)
-
-    async def __call__(
-        self, context: ClientRequestContext, params: types.ElicitRequestParams
-    ) -> types.ElicitResult:
-        assert isinstance(params, types.ElicitRequestURLParams)
-        self.urls.append(params.url)
-        if self.action != "accept":
-            return types.ElicitResult(action=self.action)
-        async with httpx2.AsyncClient() as http:
-            page = await http.get(params.url)
-            self.pages.append(page)
-            found = re.search(r"name='nonce' value='([^']+)'", page.text)
-            assert found is not None
-            nonce = found.group(1)
-            form = {"nonce": nonce, "decision": self.decision}
-            if self.form is not None:  # "NONCE" stands for the page's own
-                form = {k: nonce if v == "NONCE" else v for k, v in self.form.items()}
-            self.posts.append(await http.post(params.url, data=form))
-        return types.ElicitResult(action="accept")
 
 
 @asynccontextmanager

@@ -27,7 +27,16 @@ from mcp.client.streamable_http import streamable_http_client
 from skillward.edge.servers import HttpTransport, ServerSpec, StdioTransport
 from skillward.gateway.server import Upstreams
 from tests.support.gated import DEPLOY_BODY_LINE, NOTES, build_gated_tree
-from tests.support.gateway import MODES, Asker, choose, client_of, gateway_over, meta, text
+from tests.support.gateway import (
+    MODES,
+    Asker,
+    Browser,
+    choose,
+    client_of,
+    gateway_over,
+    meta,
+    text,
+)
 from tests.support.hostile import build_hostile_tree
 from tests.support.listings import REPO_ROOT
 from tests.support.secret_service import BACKEND_NAME, forget, secret_service_or_skip
@@ -342,3 +351,20 @@ async def test_a_server_that_failed_to_start_is_connected_once_it_can_be_and_ann
             catalog = await client.call_tool("list_skills", {})
     assert not upstreams.pending
     assert 'ref="deploy"' in text(catalog)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_skillward_gateway_with_approval_pages_asks_on_a_page_over_stdio(
+    tmp_path: Path, mode: str
+) -> None:
+    params = stdio_params(tmp_path)
+    params.args.append("--approval-page")
+    browser = Browser("once")
+    with anyio.fail_after(WAIT):
+        async with Client(params, mode=mode, elicitation_callback=browser) as client:
+            loaded = await client.call_tool("read_skill", {"ref": "deploy"})
+    assert not loaded.is_error
+    assert DEPLOY_BODY_LINE in text(loaded)
+    (page,) = browser.pages
+    assert DEPLOY_BODY_LINE in page.text
+    assert browser.urls[0].startswith("http://127.0.0.1:")

@@ -9,11 +9,13 @@ it was asked.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx2
 import mcp_types as types
 from mcp import Client
 from mcp.client.session import ClientRequestContext
@@ -51,6 +53,39 @@ class Asker:
         self.schemas.append(dict(params.requested_schema))
         action, content = self.replies.pop(0) if self.replies else ("decline", None)
         return types.ElicitResult(action=action, content=content)
+
+
+@dataclass
+class Browser:
+    """The person at the page: reads it, then posts ``decision`` with its nonce (or what
+    ``form`` says instead, "NONCE" standing for the page's); what the client answers the
+    elicitation with is ``action``."""
+
+    decision: str = "once"
+    action: str = "accept"
+    form: dict[str, str] | None = None
+    pages: list[httpx2.Response] = field(default_factory=list)
+    posts: list[httpx2.Response] = field(default_factory=list)
+    urls: list[str] = field(default_factory=list)
+
+    async def __call__(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
+        assert isinstance(params, types.ElicitRequestURLParams)
+        self.urls.append(params.url)
+        if self.action != "accept":
+            return types.ElicitResult(action=self.action)
+        async with httpx2.AsyncClient() as http:
+            page = await http.get(params.url)
+            self.pages.append(page)
+            found = re.search(r"name='nonce' value='([^']+)'", page.text)
+            assert found is not None
+            nonce = found.group(1)
+            form = {"nonce": nonce, "decision": self.decision}
+            if self.form is not None:  # "NONCE" stands for the page's own
+                form = {k: nonce if v == "NONCE" else v for k, v in self.form.items()}
+            self.posts.append(await http.post(params.url, data=form))
+        return types.ElicitResult(action="accept")
 
 
 def choose(decision: str) -> tuple[str, dict[str, Any]]:

@@ -9,6 +9,7 @@ audit trail). Its stdout carries the protocol: people read stderr.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -55,6 +56,12 @@ def add_commands(commands: Commands) -> None:
         default=60.0,
         help="how often the servers are listed again, and dead ones reconnected (default 60)",
     )
+    gateway_.add_argument(
+        "--approval-page",
+        action="store_true",
+        help="ask hosts that support URL-mode elicitation on a one-time loopback page that "
+        "shows the whole SKILL.md and what changed since it was approved",
+    )
     gateway_.add_argument("--name", default="skillward-gateway", help="serverInfo.name to report")
 
 
@@ -94,6 +101,7 @@ async def _serve(args: argparse.Namespace, terminal: Terminal) -> None:
     from skillward.cli._host import connect_all, content_cache, local_dirs, server_specs
     from skillward.cli._host import limits as limits_of
     from skillward.edge._dirs import server_log_dir
+    from skillward.gateway._page import ApprovalPages
     from skillward.gateway._sessions import Sessions
     from skillward.gateway.server import Gateway, follow_upstreams, serve_stdio
     from skillward.host.skillhost import HostConfig, SkillHost
@@ -113,9 +121,20 @@ async def _serve(args: argparse.Namespace, terminal: Terminal) -> None:
         sessions = Sessions(
             host, store=kept, rules=policy.approval_rules(kept), notify=terminal.note
         )
-        served = Gateway(host, sessions=sessions, name=args.name, version=__version__)
+        pages = ApprovalPages() if args.approval_page else None
+        served = Gateway(host, sessions=sessions, name=args.name, version=__version__, pages=pages)
         count = len(host.catalog())
         async with anyio.create_task_group() as group:
+            if pages is not None:
+                pages_up = anyio.Event()
+
+                def pages_ready(url: str) -> None:
+                    terminal.note(f"skillward gateway: approval pages at {url}/approve/...")
+                    pages_up.set()
+
+                group.start_soon(functools.partial(pages.run, on_ready=pages_ready))
+                with anyio.fail_after(30):
+                    await pages_up.wait()
             group.start_soon(
                 follow_upstreams, served, [spec for spec, _ in failed.values()], args.refresh
             )
