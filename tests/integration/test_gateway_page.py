@@ -19,7 +19,7 @@ import pytest
 from mcp.client.session import ClientRequestContext
 
 from skillward.cache._disk import DiskCache
-from skillward.gateway._page import ApprovalPages
+from skillward.gateway._page import MAX_PAGES, ApprovalPages
 from skillward.gateway.server import Gateway
 from tests.support.gated import DEPLOY_BODY_LINE, NOTES, Served, build_gated_tree, serve
 from tests.support.gateway import MODES, Browser, client_of, gateway_over, meta, text
@@ -189,3 +189,27 @@ async def test_a_changed_skill_shows_the_difference_from_the_approved_skill_md(
     assert "What changed since it was approved" in page
     assert "-Deploy carefully, one region at a time." in page
     assert "+Deploy carefully, ALL regions at a time." in page
+
+
+async def test_pages_left_unanswered_are_bounded_and_expire() -> None:
+    now = [1000.0]
+    pages = ApprovalPages(lifetime=60, clock=lambda: now[0])
+    ready = anyio.Event()
+    async with anyio.create_task_group() as group:
+        group.start_soon(functools.partial(pages.run, on_ready=lambda url: ready.set()))
+        with anyio.fail_after(WAIT):
+            await ready.wait()
+        opened = [
+            pages.open(title="t", message="m", skill_md="s", changes=None)
+            for _ in range(MAX_PAGES + 5)
+        ]
+        assert pages.get(opened[0].id) is None  # the oldest were dropped
+        assert pages.get(opened[-1].id) is not None
+        now[0] += 61
+        async with httpx2.AsyncClient() as http:
+            expired = await http.get(opened[-1].url)
+        fresh = pages.open(title="t", message="m", skill_md="s", changes=None)
+        assert pages.get(opened[-1].id) is None  # expired pages are gone
+        assert pages.get(fresh.id) is fresh
+        group.cancel_scope.cancel()
+    assert expired.status_code == 404

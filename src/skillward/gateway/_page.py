@@ -29,10 +29,12 @@ from skillward.core.errors import printable
 from skillward.gateway._approval import CHOICES
 from skillward.gateway._http import _LOOPBACK_HOST, ASGIApp, Receive, Scope, Send, _run
 
-__all__ = ["ApprovalPages", "Page"]
+__all__ = ["MAX_PAGES", "ApprovalPages", "Page"]
 
 logger = logging.getLogger("skillward")
 
+#: Pages open at once, at most: past it the oldest is dropped (its question goes unanswered).
+MAX_PAGES = 64
 #: Bytes of a decision's body read at most.
 _MAX_BODY = 4096
 #: Characters of one shown line, at most (the rest is cut, and says so).
@@ -124,6 +126,8 @@ class ApprovalPages:
             raise RuntimeError("the approval page server is not running")
         now = self._clock()
         self._pages = {k: p for k, p in self._pages.items() if p.expires >= now}
+        while len(self._pages) >= MAX_PAGES:
+            del self._pages[next(iter(self._pages))]
         page_id = secrets.token_urlsafe(32)
         page = Page(
             id=page_id,
