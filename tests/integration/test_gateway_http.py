@@ -3,11 +3,10 @@ and body checks, reached by the SDK's client and by raw requests."""
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import anyio
@@ -22,6 +21,7 @@ from mcp.server.context import ServerRequestContext
 from skillward.core.config import Limits
 from skillward.core.errors import UsageError
 from skillward.gateway._http import serve_http
+from tests.support.gateway import over_http
 
 pytestmark = pytest.mark.anyio
 
@@ -60,33 +60,9 @@ def tiny_server() -> Server[Any]:
     return Server("tiny", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-@asynccontextmanager
-async def gateway(*, token: str = TOKEN) -> AsyncIterator[str]:
+def gateway(*, token: str = TOKEN) -> AbstractAsyncContextManager[str]:
     """The tiny server behind ``serve_http`` on a free port; yields its URL."""
-    urls: list[str] = []
-    ready = anyio.Event()
-
-    def on_ready(url: str) -> None:
-        urls.append(url)
-        ready.set()
-
-    serve = functools.partial(
-        serve_http,
-        tiny_server(),
-        host="127.0.0.1",
-        port=0,
-        token=token,
-        on_ready=on_ready,
-        limits=Limits(max_gateway_request_bytes=BODY_CAP),
-    )
-    async with anyio.create_task_group() as group:
-        group.start_soon(serve)
-        with anyio.fail_after(30):
-            await ready.wait()
-        try:
-            yield urls[0]
-        finally:
-            group.cancel_scope.cancel()
+    return over_http(tiny_server(), token=token, limits=Limits(max_gateway_request_bytes=BODY_CAP))
 
 
 @asynccontextmanager

@@ -3,7 +3,6 @@ the ``mcp`` SDK at once in each protocol era, each with its own session."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,37 +18,14 @@ from fastmcp.client.transports import StreamableHttpTransport
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
-from skillward.gateway._http import serve_http
-from skillward.gateway.server import Gateway, session_key
+from skillward.gateway.server import session_key
 from tests.support.gated import DEPLOY_BODY_LINE, NOTES, build_gated_tree, serve
-from tests.support.gateway import MODES, Asker, choose, gateway_over, text
+from tests.support.gateway import MODES, Asker, choose, gateway_over, over_http, text
 
 pytestmark = pytest.mark.anyio
 
 TOKEN = "gateway-test-token-4f8a1c9e2b7d"
 WAIT = 60
-
-
-@asynccontextmanager
-async def over_http(gateway: Gateway) -> AsyncIterator[str]:
-    urls: list[str] = []
-    ready = anyio.Event()
-
-    def on_ready(url: str) -> None:
-        urls.append(url)
-        ready.set()
-
-    run = functools.partial(
-        serve_http, gateway.server, host="127.0.0.1", port=0, token=TOKEN, on_ready=on_ready
-    )
-    async with anyio.create_task_group() as group:
-        group.start_soon(run)
-        with anyio.fail_after(30):
-            await ready.wait()
-        try:
-            yield urls[0]
-        finally:
-            group.cancel_scope.cancel()
 
 
 @asynccontextmanager
@@ -76,7 +52,7 @@ async def test_two_http_clients_have_sessions_of_their_own(tmp_path: Path, mode:
     with anyio.fail_after(WAIT):
         async with (
             gateway_over([served.spec], key=session_key) as gateway,
-            over_http(gateway) as url,
+            over_http(gateway.server, token=TOKEN) as url,
             http_client(url, mode, first, "one") as one,
             http_client(url, mode, second, "two") as two,
         ):
@@ -110,7 +86,7 @@ async def test_fastmcps_client_over_http_is_asked_and_served_with_the_token(
     with anyio.fail_after(WAIT):
         async with (
             gateway_over([served.spec], key=session_key) as gateway,
-            over_http(gateway) as url,
+            over_http(gateway.server, token=TOKEN) as url,
         ):
             transport = StreamableHttpTransport(url, auth=TOKEN)
             async with FastMCPClient(

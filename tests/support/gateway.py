@@ -9,22 +9,26 @@ it was asked.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import httpx2
 import mcp_types as types
 from mcp import Client
 from mcp.client.session import ClientRequestContext
+from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 
 from skillward.cache.seam import ContentCache
 from skillward.core.config import Limits
 from skillward.edge.servers import ServerSpec
 from skillward.gateway._approval import StateCodec
+from skillward.gateway._http import serve_http
 from skillward.gateway._page import ApprovalPages
 from skillward.gateway._sessions import Sessions
 from skillward.gateway.server import Gateway
@@ -153,3 +157,28 @@ def meta(result: types.CallToolResult) -> dict[str, Any]:
     data = result.meta["skillward"]
     assert isinstance(data, dict)
     return data
+
+
+@asynccontextmanager
+async def over_http(
+    server: Server[Any], *, token: str, limits: Limits | None = None
+) -> AsyncIterator[str]:
+    """``server`` behind ``serve_http`` on a free loopback port; yields its URL."""
+    urls: list[str] = []
+    ready = anyio.Event()
+
+    def on_ready(url: str) -> None:
+        urls.append(url)
+        ready.set()
+
+    serve = functools.partial(
+        serve_http, server, host="127.0.0.1", port=0, token=token, on_ready=on_ready, limits=limits
+    )
+    async with anyio.create_task_group() as group:
+        group.start_soon(serve)
+        with anyio.fail_after(30):
+            await ready.wait()
+        try:
+            yield urls[0]
+        finally:
+            group.cancel_scope.cancel()
