@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import anyio
@@ -21,7 +20,7 @@ from mcp.server.context import ServerRequestContext
 from skillward.core.config import Limits
 from skillward.core.errors import UsageError
 from skillward.gateway._http import serve_http
-from tests.support.gateway import over_http
+from tests.support.gateway import over_http, sdk_over_http
 
 pytestmark = pytest.mark.anyio
 
@@ -65,19 +64,10 @@ def gateway(*, token: str = TOKEN) -> AbstractAsyncContextManager[str]:
     return over_http(tiny_server(), token=token, limits=Limits(max_gateway_request_bytes=BODY_CAP))
 
 
-@asynccontextmanager
-async def sdk_client(
+def sdk_client(
     url: str, *, mode: str, token: str = TOKEN, name: str = "sdk"
-) -> AsyncIterator[Client]:
-    async with (
-        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
-        Client(
-            streamable_http_client(url, http_client=http),
-            mode=mode,
-            client_info=types.Implementation(name=name, version="1"),
-        ) as client,
-    ):
-        yield client
+) -> AbstractAsyncContextManager[Client]:
+    return sdk_over_http(url, mode=mode, token=token, name=name)
 
 
 async def whoami(client: Client) -> str:

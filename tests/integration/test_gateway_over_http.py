@@ -3,24 +3,29 @@ the ``mcp`` SDK at once in each protocol era, each with its own session."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
 import mcp_types as types
 import pytest
 from fastmcp import Client as FastMCPClient
 from fastmcp.client.elicitation import ElicitResult
 from fastmcp.client.transports import StreamableHttpTransport
 from mcp import Client, MCPError
-from mcp.client.streamable_http import streamable_http_client
 
 from skillward.gateway.server import session_key
 from tests.support.gated import DEPLOY_BODY_LINE, NOTES, build_gated_tree, serve
-from tests.support.gateway import MODES, Asker, choose, gateway_over, over_http, text
+from tests.support.gateway import (
+    MODES,
+    Asker,
+    choose,
+    gateway_over,
+    over_http,
+    sdk_over_http,
+    text,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -28,19 +33,10 @@ TOKEN = "gateway-test-token-4f8a1c9e2b7d"
 WAIT = 60
 
 
-@asynccontextmanager
-async def http_client(url: str, mode: str, asker: Asker | None, name: str) -> AsyncIterator[Client]:
-    options: dict[str, Any] = {"elicitation_callback": asker} if asker is not None else {}
-    async with (
-        httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}) as http,
-        Client(
-            streamable_http_client(url, http_client=http),
-            mode=mode,
-            client_info=types.Implementation(name=name, version="1"),
-            **options,
-        ) as client,
-    ):
-        yield client
+def http_client(
+    url: str, mode: str, asker: Asker | None, name: str
+) -> AbstractAsyncContextManager[Client]:
+    return sdk_over_http(url, mode=mode, token=TOKEN, name=name, asker=asker)
 
 
 @pytest.mark.threat("T48")

@@ -21,6 +21,7 @@ import httpx2
 import mcp_types as types
 from mcp import Client
 from mcp.client.session import ClientRequestContext
+from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 
@@ -182,3 +183,22 @@ async def over_http(
             yield urls[0]
         finally:
             group.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def sdk_over_http(
+    url: str, *, mode: str, token: str, name: str = "sdk", asker: Callable[..., Any] | None = None
+) -> AsyncIterator[Client]:
+    """The SDK's client at ``url`` with the bearer token (and ``asker`` as its elicitation
+    callback, when given)."""
+    options: dict[str, Any] = {"elicitation_callback": asker} if asker is not None else {}
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+        Client(
+            streamable_http_client(url, http_client=http),
+            mode=mode,
+            client_info=types.Implementation(name=name, version="1"),
+            **options,
+        ) as client,
+    ):
+        yield client
