@@ -16,13 +16,21 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "skillward"
 # src/skillward).
 CONFINED = {
     # The client edge (never _process.py, which starts stdio servers before it is imported).
-    "mcp": {"edge/client.py", "edge/_transport.py", "serve/server.py"},
+    "mcp": {
+        "edge/client.py",
+        "edge/_transport.py",
+        "serve/server.py",
+        "gateway/server.py",
+        "gateway/_http.py",
+    },
     "mcp_types": {
         "edge/client.py",
         "edge/_transport.py",
         "serve/server.py",
         "edge/_methods.py",
         "edge/_contents.py",
+        "gateway/server.py",
+        "gateway/_http.py",
     },
     # The SDK's HTTP client, held to the message caps at the client edge's transport.
     "httpx2": {"edge/_transport.py"},
@@ -31,7 +39,7 @@ CONFINED = {
     "platformdirs": {"edge/_dirs.py"},
     "rich": {"terminal/prompts.py", "terminal/_describe.py", "terminal/_render.py"},
     "yaml": {"core/frontmatter.py"},
-    "uvicorn": {"serve/server.py"},
+    "uvicorn": {"serve/server.py", "gateway/_http.py", "gateway/_page.py"},
     # The disk cache's and the audit file's locks; the standard library, but POSIX-only
     # and easy to misuse.
     "fcntl": {"cache/_files.py", "trust/audit.py"},
@@ -158,9 +166,9 @@ def modules_imported(path: Path) -> set[str]:
     return found
 
 
-FOLDERS = ("core", "edge", "trust", "cache", "host", "terminal", "cli", "serve", "check")
+FOLDERS = ("core", "edge", "trust", "cache", "host", "terminal", "cli", "serve", "gateway", "check")
 #: Which folders each folder's modules may import: the folder table of
-#: docs/architecture.md. gateway/ is reserved for the layer that comes next.
+#: docs/architecture.md.
 MAY_IMPORT: dict[str, set[str]] = {
     "core": {"core"},
     "edge": {"core", "edge"},

@@ -18,7 +18,14 @@ if sys.platform != "win32":
 
 from skillward.core.config import Limits
 from skillward.core.errors import UsageError
-from skillward.trust.audit import AuditEvent, AuditTrail, parse_duration, read_events, rotated
+from skillward.trust.audit import (
+    AuditEvent,
+    AuditTrail,
+    as_client,
+    parse_duration,
+    read_events,
+    rotated,
+)
 
 FIELDS = {
     "time",
@@ -34,6 +41,7 @@ FIELDS = {
     "target",
     "resource_uri",
     "scope",
+    "client_unverified",
 }
 
 
@@ -229,3 +237,13 @@ def test_reading_any_bytes_as_an_audit_file_never_fails(data: bytes) -> None:
         path.write_bytes(data)
         log = read_events(path)
     assert log.skipped + len(log.events) <= data.count(b"\n") + 1
+
+
+def test_events_made_for_a_gateway_client_name_it_escaped_and_unverified(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    with as_client("host\x1b[2J"):
+        inside = trail(path).record("denial", "denied", reason="r")
+    outside = trail(path).record("denial", "denied", reason="r")
+    assert inside.client_unverified == "host\\x1b[2J"
+    assert "(unverified)" in inside.summary()
+    assert outside.client_unverified is None

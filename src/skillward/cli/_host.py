@@ -65,7 +65,10 @@ __all__ = [
     "CommandLineApprover",
     "Connected",
     "Failures",
+    "connect_all",
+    "content_cache",
     "limits",
+    "local_dirs",
     "origin_summaries",
     "run",
     "server_specs",
@@ -167,10 +170,16 @@ def server_specs(args: argparse.Namespace, terminal: Terminal) -> list[ServerSpe
     return list(specs.values())
 
 
-def _local_dirs(args: argparse.Namespace) -> tuple[LocalSkillDir, ...]:
+def local_dirs(args: argparse.Namespace) -> tuple[LocalSkillDir, ...]:
+    """The local skill directories: ``--skills-dir``, else the defaults, or none."""
     if args.no_local:
         return ()
     return tuple(args.skills_dir) or default_local_dirs()
+
+
+def content_cache(args: argparse.Namespace, limits: Limits) -> ContentCache:
+    """The disk cache, unless ``--no-cache``."""
+    return NoCache() if args.no_cache else DiskCache(limits=limits)
 
 
 def limits(args: argparse.Namespace) -> Limits:
@@ -259,9 +268,9 @@ async def _with_host(
     audit = audit_trail()
     policy = policy_in_force(terminal, args)
     approver = CommandLineApprover(terminal, getattr(args, "approve_once", False), audit, policy)
-    config = HostConfig(limits=limits(args), local_dirs=_local_dirs(args))
+    config = HostConfig(limits=limits(args), local_dirs=local_dirs(args))
     # The host applies the policy's limits to both, and drops a cache the policy turns off.
-    cache: ContentCache = NoCache() if args.no_cache else DiskCache(limits=config.limits)
+    cache = content_cache(args, config.limits)
     specs = server_specs(args, terminal)
     logs.watch(specs)
     async with SkillHost(
@@ -296,6 +305,15 @@ async def _connect(
             if isinstance(error, TransportError | OriginError):
                 logs.show(spec.label)  # it did not start, died, or spoke nonsense
     return failed
+
+
+async def connect_all(
+    host: SkillHost, specs: Sequence[ServerSpec], terminal: Terminal, log_dir: Path
+) -> Failures:
+    """Connect each server, as every command does; the failures are reported and kept."""
+    logs = _ServerLogs(terminal, log_dir)
+    logs.watch(specs)
+    return await _connect(host, specs, terminal, logs)
 
 
 def _failed_servers_named(reference: str | None, failed: Collection[str]) -> list[str]:

@@ -21,6 +21,7 @@ from skillward.cli import (
     approving,
     checking,
     demonstrating,
+    gatewaying,
     inspecting,
     serving,
 )
@@ -40,6 +41,7 @@ GROUPS: tuple[Callable[[Commands], None], ...] = (
     administering.add_commands,
     demonstrating.add_commands,
     serving.add_commands,
+    gatewaying.add_commands,
     checking.add_commands,
 )
 

@@ -101,6 +101,9 @@ class Limits:
     store_lock_timeout: float = 30.0
     #: Bytes of the audit file before it is rotated (it and one predecessor are kept).
     max_audit_bytes: int = 8 * 1024 * 1024
+    #: Bytes of one HTTP request body ``skillward gateway --http`` accepts, counted as it
+    #: arrives; a larger body is answered 413 before the rest is read.
+    max_gateway_request_bytes: int = 1024 * 1024
     #: Bytes of one policy file read at most; a larger one cannot be used (fail closed).
     max_policy_bytes: int = 1024 * 1024
 

@@ -150,6 +150,8 @@ class ContextBlock:
     children: tuple[tuple[str, bool], ...] = ()
     hidden: int = 0
     error_type: str | None = None
+    #: Sentences the host adds (its own words only, never a server's), after the notices.
+    host_notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # The exit point checks its own invariants, however the block was made.
@@ -246,6 +248,7 @@ class ContextBlock:
                 "Text with too many invisible, control or marker-like characters to mark one "
                 "by one: its UTF-8 bytes are shown base64-encoded."
             )
+        out.extend(self.host_notes)
         out.append("This block ends only at the closing marker that repeats its boundary.")
         return tuple(out)
 

@@ -10,6 +10,7 @@ __all__ = [
     "approvals_file",
     "audit_file",
     "default_servers_file",
+    "gateway_token_file",
     "server_log_dir",
     "user_cache_dir",
     "user_config_dir",
@@ -62,3 +63,12 @@ def approvals_file() -> Path:
 def audit_file() -> Path:
     """The audit trail, JSON lines (``~/.local/state/skillward/audit.jsonl`` on Linux)."""
     return platformdirs.user_state_path(_APP, appauthor=False) / "audit.jsonl"
+
+
+def gateway_token_file() -> Path:
+    """The bearer token ``skillward gateway --http`` made, when given no ``--token-file``.
+
+    The user state directory (``~/.local/state/skillward/gateway-token`` on Linux),
+    written 0600 and replaced each time the gateway starts.
+    """
+    return platformdirs.user_state_path(_APP, appauthor=False) / "gateway-token"

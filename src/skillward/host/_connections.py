@@ -56,6 +56,8 @@ class Connection:
     skills: bool = True
     note: str | None = None
     reported_name: str | None = None
+    #: How long the last listing may be kept, in ms, if the server said (``ttlMs``).
+    listing_ttl_ms: int | None = None
     #: Why the connection ended, once it has (and was not closed by the host).
     error: SkillwardError | None = None
     ready: anyio.Event = field(default_factory=anyio.Event)
@@ -355,6 +357,9 @@ class Connections:
             skills=connection.skills,
             note=connection.note,
             reported_name=connection.reported_name,
+            listing_ttl=None
+            if connection.listing_ttl_ms is None
+            else connection.listing_ttl_ms / 1000,
         )
 
     def statuses(self) -> list[ServerStatus]:

@@ -194,6 +194,7 @@ class Shared:
             connection.note = missing.message
             self.registry.set_origin(origin, [])
             return
+        connection.listing_ttl_ms = listing.ttl_ms
         records = [SkillRecord.from_entry(origin, entry) for entry in listing.entries]
         declined = [Declined(origin, error) for error in listing.rejected]
         for refused in declined:

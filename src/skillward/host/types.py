@@ -130,3 +130,5 @@ class ServerStatus:
     note: str | None
     #: ``serverInfo.name`` as the server reported it: unverified, never an identity.
     reported_name: str | None
+    #: Seconds the server said its last listing may be kept (``ttlMs``), if it said.
+    listing_ttl: float | None = None

@@ -24,6 +24,8 @@ a host: it is reported once, and the logging record is still made.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import os
 import re
@@ -52,6 +54,7 @@ __all__ = [
     "EventKind",
     "GateKind",
     "Outcome",
+    "as_client",
     "parse_duration",
     "read_events",
 ]
@@ -112,6 +115,8 @@ class AuditEvent(BaseModel):
     resource_uri: str | None = None
     #: How long an approval lasts (``once``, ``session``, ``remember``).
     scope: str | None = None
+    #: The MCP client a gateway decided for, as it names itself: unverified.
+    client_unverified: str | None = None
 
     def summary(self) -> str:
         """One escaped line for logs and terminals."""
@@ -126,6 +131,8 @@ class AuditEvent(BaseModel):
             parts.append(f"tool={self.tool}")
         if self.target:
             parts.append(f"target={self.target}")
+        if self.client_unverified is not None:
+            parts.append(f"client={self.client_unverified!r} (unverified)")
         line = " ".join(parts)
         if self.reason:
             line += f": {self.reason}"
@@ -134,6 +141,23 @@ class AuditEvent(BaseModel):
 
 def _clean(value: str | None) -> str | None:
     return None if value is None else printable(value, limit=_TEXT_LIMIT)
+
+
+# The client whose request is being decided (a gateway serves several over one trail).
+_CLIENT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "skillward_audit_client", default=None
+)
+
+
+@contextlib.contextmanager
+def as_client(name: str | None) -> Iterator[None]:
+    """Record the events made inside it as decided for the client ``name`` (as the
+    client names itself: unverified; ``""`` when it gave no name)."""
+    token = _CLIENT.set(name if name is not None else "")
+    try:
+        yield
+    finally:
+        _CLIENT.reset(token)
 
 
 class AuditTrail:
@@ -184,6 +208,7 @@ class AuditTrail:
             target=_clean(target),
             resource_uri=_clean(resource_uri),
             scope=scope,
+            client_unverified=_clean(_CLIENT.get()),
         )
         logger.info("%s", entry.summary(), extra={"audit": entry})
         if self.path is not None:

@@ -1,0 +1,160 @@
+"""Gatewaying: ``gateway``, the verified, gated skills for any MCP host through one MCP
+server (stdio, or streamable HTTP with ``--http``).
+
+The servers are connected as every other command connects them (``servers.json``,
+``--config``, ``--server``, local skill directories, the policy, the disk cache, the
+audit trail). Its stdout carries the protocol: people read stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from skillward.cli._context import EXIT_OK, add_serving_command
+from skillward.cli.serving import _host_port
+
+if TYPE_CHECKING:
+    from skillward.cli._context import Commands
+    from skillward.terminal.prompts import Terminal
+
+__all__ = ["add_commands", "gateway"]
+
+
+def add_commands(commands: Commands) -> None:
+    gateway_ = add_serving_command(
+        commands,
+        "gateway",
+        gateway,
+        help="serve the verified, gated skills of your servers to any MCP host",
+        description="Connect the servers given (servers.json, --config, --server) and the "
+        "local skill directories, and serve their skills to an MCP host through three "
+        "tools: list_skills, read_skill and read_skill_file. Approval is asked of the "
+        "person through the host (MCP elicitation). Over stdio by default.",
+    )
+    gateway_.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        type=_host_port,
+        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (a bearer "
+        "token is always required)",
+    )
+    gateway_.add_argument(
+        "--token-file",
+        metavar="FILE",
+        type=Path,
+        help="with --http: the file holding the bearer token (default: one is made, "
+        "mode 0600, in the user state directory, and its path printed)",
+    )
+    gateway_.add_argument(
+        "--refresh",
+        metavar="SECONDS",
+        type=_seconds,
+        default=60.0,
+        help="how often the servers are listed again, and dead ones reconnected (default 60)",
+    )
+    gateway_.add_argument(
+        "--approval-page",
+        action="store_true",
+        help="ask hosts that support URL-mode elicitation on a one-time loopback page that "
+        "shows the whole SKILL.md and what changed since it was approved",
+    )
+    gateway_.add_argument("--name", default="skillward-gateway", help="serverInfo.name to report")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 1 <= value <= 86400:
+        raise argparse.ArgumentTypeError(f"expected seconds between 1 and 86400, not {text!r}")
+    return value
+
+
+def gateway(args: argparse.Namespace) -> int:
+    import anyio
+
+    from skillward.terminal.prompts import Terminal
+
+    if args.token_file is not None and args.http is None:
+        from skillward.core.errors import UsageError
+
+        raise UsageError("--token-file needs --http")
+    # Nothing but the protocol on stdout: notes and errors go to stderr.
+    terminal = Terminal(out=sys.stderr, err=sys.stderr, json_errors=args.json)
+    try:
+        anyio.run(_serve, args, terminal)
+    except KeyboardInterrupt:
+        print("skillward gateway: stopped", file=sys.stderr)
+    return EXIT_OK
+
+
+async def _serve(args: argparse.Namespace, terminal: Terminal) -> None:
+    import anyio
+
+    from skillward._version import __version__
+    from skillward.cli._context import audit_trail, store
+    from skillward.cli._host import connect_all, content_cache, local_dirs, server_specs
+    from skillward.cli._host import limits as limits_of
+    from skillward.edge._dirs import server_log_dir
+    from skillward.gateway._page import ApprovalPages
+    from skillward.gateway._sessions import Sessions
+    from skillward.gateway.server import Gateway, follow_upstreams, serve_stdio
+    from skillward.host.skillhost import HostConfig, SkillHost
+    from skillward.trust._policyload import load_policy
+
+    audit = audit_trail()
+    # The person is asked through the MCP client; one that cannot ask gets no content.
+    policy = load_policy(headless=False, report=lambda text: terminal.note(f"policy: {text}"))
+    kept = store(terminal)
+    config = HostConfig(limits=limits_of(args), local_dirs=local_dirs(args))
+    cache = content_cache(args, config.limits)
+    specs = server_specs(args, terminal)
+    async with SkillHost(config=config, cache=cache, audit=audit, policy=policy) as host:
+        for note in host.notes:
+            terminal.note(note)
+        failed = await connect_all(host, specs, terminal, server_log_dir())
+        sessions = Sessions(
+            host, store=kept, rules=policy.approval_rules(kept), notify=terminal.note
+        )
+        pages = ApprovalPages() if args.approval_page else None
+        served = Gateway(host, sessions=sessions, name=args.name, version=__version__, pages=pages)
+        count = len(host.catalog())
+        async with anyio.create_task_group() as group:
+            if pages is not None:
+                pages_up = anyio.Event()
+
+                def pages_ready(url: str) -> None:
+                    terminal.note(f"skillward gateway: approval pages at {url}/approve/...")
+                    pages_up.set()
+
+                group.start_soon(functools.partial(pages.run, on_ready=pages_ready))
+                with anyio.fail_after(30):
+                    await pages_up.wait()
+            group.start_soon(
+                follow_upstreams, served, [spec for spec, _ in failed.values()], args.refresh
+            )
+            if args.http is None:
+                terminal.note(f"skillward gateway: {count} skills, over stdio")
+                await serve_stdio(served.server)
+            else:
+                from skillward.gateway._http import (  # type: ignore[import-not-found,unused-ignore]
+                    load_or_create_token,
+                    serve_http,
+                )
+
+                token, token_path = load_or_create_token(args.token_file)
+                terminal.note(f"skillward gateway: the bearer token is in {token_path}")
+                address, port = args.http
+
+                def ready(url: str) -> None:
+                    terminal.note(f"skillward gateway: {count} skills at {url}")
+
+                await serve_http(
+                    served.server, host=address, port=port, token=token, on_ready=ready
+                )
+            group.cancel_scope.cancel()

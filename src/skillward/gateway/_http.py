@@ -1,0 +1,313 @@
+"""``skillward gateway --http``: the gateway's MCP server over streamable HTTP, on loopback.
+
+Any local process, and any web page the person opens, can reach a loopback port, so every
+request must carry the bearer token (kept in a 0600 file, never printed), come from a
+loopback ``Host`` and, when a browser sends one, a loopback ``Origin`` (DNS rebinding),
+and hold a body within ``Limits.max_gateway_request_bytes``, counted as it arrives.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import logging
+import os
+import re
+import secrets
+import socket
+import stat
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+import uvicorn
+from mcp.server.lowlevel import Server
+from mcp.server.transport_security import RequestBodyLimitMiddleware, TransportSecuritySettings
+
+from skillward.core.config import Limits
+from skillward.core.errors import ConfigError, UsageError
+from skillward.edge._dirs import gateway_token_file
+from skillward.edge._tree import CLOEXEC, NOFOLLOW, NONBLOCK, read_open_file
+
+__all__ = ["ASGIApp", "guard", "load_or_create_token", "serve_http"]
+
+logger = logging.getLogger(__name__)
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+#: Characters of a token from ``--token-file``, at least: guessing must stay out of reach.
+MIN_TOKEN_LENGTH = 16
+#: Bytes of a token file read at most.
+_MAX_TOKEN_FILE = 4096
+#: Seconds open streams get to finish once the gateway is stopped.
+_SHUTDOWN_GRACE = 5
+#: Seconds uvicorn gets to start listening.
+_START_TIMEOUT = 30.0
+
+_LOOPBACK = r"(?:127\.0\.0\.1|localhost|\[::1\])(?::[0-9]{1,5})?"
+_LOOPBACK_HOST = re.compile(_LOOPBACK, re.ASCII | re.IGNORECASE)
+_LOOPBACK_ORIGIN = re.compile(rf"https?://{_LOOPBACK}", re.ASCII | re.IGNORECASE)
+#: Addresses the gateway may listen on: a token sent in clear text stays on this machine.
+_LOOPBACK_ADDRESSES = frozenset({"127.0.0.1", "localhost", "::1"})
+#: The SDK's own Host and Origin check, kept on behind the guard, allowing what it allows.
+_SDK_SECURITY = TransportSecuritySettings(
+    enable_dns_rebinding_protection=True,
+    allowed_hosts=[f"{h}{p}" for h in ("127.0.0.1", "localhost", "[::1]") for p in ("", ":*")],
+    allowed_origins=[
+        f"{s}://{h}{p}"
+        for s in ("http", "https")
+        for h in ("127.0.0.1", "localhost", "[::1]")
+        for p in ("", ":*")
+    ],
+)
+
+
+# --- the token ----------------------------------------------------------------------
+
+
+def load_or_create_token(token_file: Path | None) -> tuple[str, Path]:
+    """The bearer token and the file holding it.
+
+    ``token_file`` (``--token-file``) is read: it must be a regular file of the user's,
+    readable by no one else, holding one token of at least :data:`MIN_TOKEN_LENGTH`
+    printable characters. ``None``: a new token is written to a fresh 0600 file that
+    replaces :func:`~skillward.edge._dirs.gateway_token_file`. Print the path, never
+    the token. Raises :class:`ConfigError` naming the path.
+    """
+    if token_file is not None:
+        return _read_token(token_file), token_file
+    path = gateway_token_file()
+    token = secrets.token_urlsafe(32)
+    _write_private(path, token)
+    return token, path
+
+
+def _read_token(path: Path) -> str:
+    hint = f"Put one token in {path}, readable by you alone (chmod 600)."
+    try:
+        fd = os.open(path, os.O_RDONLY | NONBLOCK | CLOEXEC)
+    except OSError as exc:
+        raise ConfigError(f"cannot read the token file {path}: {exc.strerror}", hint=hint) from None
+    try:
+        _check_private(os.fstat(fd), path, hint)
+    except BaseException:
+        os.close(fd)
+        raise
+    try:
+        data = read_open_file(fd, _MAX_TOKEN_FILE, path)
+    except OSError as exc:
+        raise ConfigError(f"cannot read the token file {path}: {exc}", hint=hint) from None
+    token = data.decode("latin-1").strip()
+    if not token:
+        raise ConfigError(f"the token file {path} is empty", hint=hint)
+    if not all("!" <= c <= "~" for c in token):
+        raise ConfigError(
+            f"the token file {path} holds more than one printable ASCII word", hint=hint
+        )
+    if len(token) < MIN_TOKEN_LENGTH:
+        raise ConfigError(
+            f"the token in {path} is shorter than {MIN_TOKEN_LENGTH} characters",
+            hint=f"{hint} A long random one: python -c 'import secrets; "
+            "print(secrets.token_urlsafe(32))'",
+        )
+    return token
+
+
+def _check_private(info: os.stat_result, path: Path, hint: str) -> None:
+    """Refuse a token file others may read or change: they could use or set the token."""
+    if stat.S_ISREG(info.st_mode) and info.st_mode & 0o077:
+        raise ConfigError(
+            f"the token file {path} is open to group or others "
+            f"(mode {stat.S_IMODE(info.st_mode):04o}); anyone who reads it can use the gateway",
+            hint=f"chmod 600 {path}",
+        )
+    getuid = getattr(os, "getuid", None)
+    if getuid is not None and info.st_uid != getuid():
+        raise ConfigError(f"the token file {path} belongs to another user", hint=hint)
+
+
+def _write_private(path: Path, token: str) -> None:
+    """Write ``token`` to a new 0600 file beside ``path``, then move it over ``path``."""
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC, 0o600)
+        try:
+            os.write(fd, f"{token}\n".encode("ascii"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
+        raise ConfigError(
+            f"cannot write the gateway token file {path}: {exc.strerror or exc}",
+            hint="Pass --token-file FILE with a token of your own.",
+        ) from None
+
+
+# --- the guard ----------------------------------------------------------------------
+
+
+def guard(app: ASGIApp, *, token: str, max_body: int) -> ASGIApp:
+    """``app`` behind the gateway's checks, in this order.
+
+    A ``Host`` that is not loopback: 421. Any ``Origin`` that is not loopback: 403 (a
+    web page the person opened, DNS rebinding). No ``Authorization: Bearer TOKEN``
+    (compared in constant time): 401 with ``WWW-Authenticate: Bearer``. A body over
+    ``max_body``: 413, counted as it arrives and refused before the rest is read (the
+    SDK's ``RequestBodyLimitMiddleware``). Refusals quote nothing from the request.
+    Lifespan events pass; WebSockets are closed.
+    """
+    if not token:
+        raise ValueError("the gateway needs a token")
+    expected = token.encode("latin-1")
+    limited = RequestBodyLimitMiddleware(app, max_body)
+
+    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await app(scope, receive, send)
+            return
+        if scope["type"] != "http":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        hosts, origins, authorizations = [], [], []
+        for name, value in scope.get("headers", ()):
+            if name == b"host":
+                hosts.append(value)
+            elif name == b"origin":
+                origins.append(value)
+            elif name == b"authorization":
+                authorizations.append(value)
+        if len(hosts) != 1 or not _LOOPBACK_HOST.fullmatch(hosts[0].decode("latin-1")):
+            await _refuse(send, 421, "the Host header must name this machine's loopback")
+        elif not all(_LOOPBACK_ORIGIN.fullmatch(o.decode("latin-1")) for o in origins):
+            await _refuse(send, 403, "requests from web pages other than loopback are refused")
+        elif len(authorizations) != 1 or not _bearer_matches(authorizations[0], expected):
+            await _refuse(
+                send,
+                401,
+                "this gateway needs Authorization: Bearer and its token",
+                [(b"www-authenticate", b"Bearer")],
+            )
+        else:
+            await limited(scope, receive, send)
+
+    return guarded
+
+
+def _bearer_matches(value: bytes, expected: bytes) -> bool:
+    scheme, _, credentials = value.strip().partition(b" ")
+    return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), expected)
+
+
+async def _refuse(
+    send: Send, status: int, text: str, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    logger.info("gateway refused an HTTP request (%d): %s", status, text)
+    body = f"{text}\n".encode("ascii")
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode("ascii")),
+                *(headers or []),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+# --- serving --------------------------------------------------------------------------
+
+
+async def serve_http(
+    server: Server[Any],
+    *,
+    host: str,
+    port: int,
+    token: str,
+    on_ready: Callable[[str], None] | None = None,
+    limits: Limits | None = None,
+) -> None:
+    """Serve ``server`` at ``http://HOST:PORT/mcp`` behind :func:`guard` until cancelled.
+
+    The SDK's streamable HTTP transport, stateful: each client's session is its own.
+    ``host`` must be loopback (``127.0.0.1``, ``::1`` or ``localhost``); ``port`` 0 takes a
+    free one. ``on_ready`` gets the URL once the port is listening. Cancelled, open
+    streams get a few seconds to finish before it returns. Raises :class:`UsageError`
+    when the address cannot be listened on.
+    """
+    if host.lower() not in _LOOPBACK_ADDRESSES:
+        raise UsageError(
+            f"the gateway listens on loopback only, not {host!r}: its token travels in clear text",
+            hint="Use --http 127.0.0.1:PORT.",
+        )
+    limits = limits or Limits()
+    max_body = limits.max_gateway_request_bytes
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        sock = socket.create_server((host, port), family=family)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+            hint="Choose another port, or port 0 for a free one.",
+        ) from None
+    try:
+        app = server.streamable_http_app(
+            streamable_http_path="/mcp",
+            host=host,
+            transport_security=_SDK_SECURITY,
+            max_request_body_size=max_body,
+        )
+        config = uvicorn.Config(
+            guard(app, token=token, max_body=max_body),
+            log_level="warning",
+            lifespan="on",
+            access_log=False,
+            timeout_graceful_shutdown=_SHUTDOWN_GRACE,
+        )
+        http = uvicorn.Server(config)
+        shown = f"[{host}]" if ":" in host else host
+        url = f"http://{shown}:{sock.getsockname()[1]}/mcp"
+        await _run(http, sock, url, on_ready)
+    finally:
+        sock.close()
+
+
+async def _run(
+    http: uvicorn.Server, sock: socket.socket, url: str, on_ready: Callable[[str], None] | None
+) -> None:
+    stopped = anyio.Event()
+
+    async def run() -> None:
+        try:
+            # Shielded: cancelling the caller asks uvicorn to stop (should_exit), so it
+            # closes its connections and the SDK's sessions instead of being torn down.
+            with anyio.CancelScope(shield=True):
+                await http.serve([sock])
+        finally:
+            stopped.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        try:
+            with anyio.fail_after(_START_TIMEOUT):
+                # uvicorn exposes readiness only as a flag.
+                while not http.started:
+                    if stopped.is_set():
+                        raise UsageError(f"the gateway could not start at {url}")
+                    await anyio.sleep(0.01)
+            if on_ready is not None:
+                on_ready(url)
+            await stopped.wait()
+        finally:
+            http.should_exit = True

@@ -1,0 +1,85 @@
+"""One gateway session per MCP client session: its own host session (acting window,
+catalog seen, gates), its own approval book (``session`` approvals), and the
+remembered approvals shared with ``skillward approve`` through the one store.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from skillward.gateway._approval import Prepared
+from skillward.host.skillhost import SkillHost
+from skillward.trust.approvals import ApprovalRules, ApprovalStorage
+from skillward.trust.book import ApprovalBook
+
+__all__ = ["ClientSession", "Sessions"]
+
+logger = logging.getLogger("skillward")
+
+#: Client sessions held at once; past it the least recently used one is closed.
+MAX_SESSIONS = 256
+
+
+@dataclass
+class ClientSession:
+    """What one MCP client has: nothing of it is seen by another client."""
+
+    key: str
+    host: SkillHost
+    book: ApprovalBook
+    prepared: Prepared
+    #: The client's self-reported name (clientInfo.name): unverified.
+    client: str | None = None
+
+
+class Sessions:
+    """The client sessions over one :class:`SkillHost`'s connections."""
+
+    def __init__(
+        self,
+        root: SkillHost,
+        *,
+        store: ApprovalStorage | None,
+        rules: ApprovalRules | None = None,
+        notify: Callable[[str], None] | None = None,
+        limit: int = MAX_SESSIONS,
+    ) -> None:
+        self._root = root
+        self._store = store
+        self._rules = rules
+        self._notify = notify or (lambda text: logger.warning("%s", text))
+        self._limit = limit
+        self._sessions: OrderedDict[str, ClientSession] = OrderedDict()
+
+    async def get(self, key: str, client: str | None) -> ClientSession:
+        """The session ``key`` names, made on first use."""
+        session = self._sessions.get(key)
+        if session is not None:
+            self._sessions.move_to_end(key)
+            if client and session.client is None:
+                session.client = client
+            return session
+        while len(self._sessions) >= self._limit:
+            _, oldest = self._sessions.popitem(last=False)
+            await oldest.host.aclose()  # its window only; the connections stay
+        prepared = Prepared()
+        book = ApprovalBook(
+            prepared,
+            store=self._store,
+            audit=self._root.audit,
+            rules=self._rules,
+            notify=self._notify,
+        )
+        host = self._root.session(approver=book)
+        session = ClientSession(key, host, book, prepared, client)
+        self._sessions[key] = session
+        return session
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def keys(self) -> list[str]:
+        return list(self._sessions)

@@ -1,0 +1,215 @@
+"""The approval page (``--approval-page``): for a client that declares URL-mode
+elicitation, the person reads the whole SKILL.md (and what changed) on a one-time loopback
+page and decides there. Real parts: the SDK's client in both eras, whose callback plays
+the person's browser with a real HTTP client, and the page server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+import pytest
+from mcp.client.session import ClientRequestContext
+
+from skillward.cache._disk import DiskCache
+from skillward.gateway._page import MAX_PAGES, ApprovalPages
+from skillward.gateway.server import Gateway
+from tests.support.gated import DEPLOY_BODY_LINE, NOTES, Served, build_gated_tree, serve
+from tests.support.gateway import MODES, Browser, client_of, gateway_over, meta, text
+from tests.support.trees import write
+
+pytestmark = pytest.mark.anyio
+
+WAIT = 30
+HOSTILE_BODY = "<script>alert(1)</script>\n<b>bold</b> \u202eevil\u202c \x1b[2J\n"
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Served:
+    root = tmp_path / "acme"
+    build_gated_tree(root, tmp_path / "marker")
+    body = f"---\nname: markup\ndescription: Writes markup\n---\n{HOSTILE_BODY}"
+    write(root, "markup/SKILL.md", body.encode())
+    return serve(root, "acme")
+
+
+@asynccontextmanager
+async def paged(served: Served, **options: Any) -> AsyncIterator[Gateway]:
+    pages = ApprovalPages()
+    ready = anyio.Event()
+    async with anyio.create_task_group() as group:
+        group.start_soon(functools.partial(pages.run, on_ready=lambda url: ready.set()))
+        with anyio.fail_after(WAIT):
+            await ready.wait()
+        async with gateway_over([served.spec], pages=pages, **options) as gateway:
+            yield gateway
+        group.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_person_approves_on_the_page_that_shows_the_whole_skill_md(
+    served: Served, mode: str
+) -> None:
+    browser = Browser("once")
+    with anyio.fail_after(WAIT):
+        async with paged(served) as gateway, client_of(gateway, mode, browser) as client:
+            loaded = await client.call_tool("read_skill", {"ref": "deploy"})
+            notes = await client.call_tool("read_skill_file", {"ref": "deploy", "path": "notes.md"})
+            async with httpx2.AsyncClient() as http:
+                again = await http.get(browser.urls[0])
+    assert not loaded.is_error
+    assert DEPLOY_BODY_LINE in text(loaded)
+    assert NOTES.decode() in text(notes)
+    (page,) = browser.pages
+    assert page.status_code == 200
+    assert DEPLOY_BODY_LINE in page.text
+    assert "acme:deploy" in page.text
+    assert "default-src 'none'" in page.headers["content-security-policy"]
+    assert browser.posts[0].status_code == 200
+    assert again.status_code == 404  # one time only
+
+
+@pytest.mark.threat("T46")
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_page_shows_server_text_as_text(served: Served, mode: str) -> None:
+    browser = Browser("deny")
+    with anyio.fail_after(WAIT):
+        async with paged(served) as gateway, client_of(gateway, mode, browser) as client:
+            refused = await client.call_tool("read_skill", {"ref": "markup"})
+    page = browser.pages[0].text
+    assert "<script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "\u202e" not in page
+    assert "\x1b" not in page
+    assert refused.is_error
+    assert meta(refused)["error"] == "ApprovalDenied"
+
+
+@pytest.mark.threat("T46")
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "form",
+    [
+        {"nonce": "not-the-nonce", "decision": "once"},
+        {"decision": "once"},
+        {"nonce": "NONCE", "decision": "always"},
+        {"nonce": "NONCE", "decision": "once", "also": "remember"},
+    ],
+    ids=["wrong-nonce", "no-nonce", "outside-enum", "extra-field"],
+)
+async def test_a_decision_that_is_not_the_pages_own_approves_nothing(
+    served: Served, mode: str, form: dict[str, str]
+) -> None:
+    browser = Browser(form=form)
+    with anyio.fail_after(WAIT):
+        async with paged(served) as gateway:
+            gateway.approval_timeout = 0.5  # the person never decides properly
+            async with client_of(gateway, mode, browser) as client:
+                result = await client.call_tool("read_skill", {"ref": "deploy"})
+    assert browser.posts[0].status_code == 400
+    assert result.is_error
+    assert DEPLOY_BODY_LINE not in text(result)
+
+
+@pytest.mark.threat("T46")
+async def test_the_page_refuses_other_origins_and_hosts(served: Served) -> None:
+    taken: list[str] = []
+
+    async def capture(
+        context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
+        assert isinstance(params, types.ElicitRequestURLParams)
+        taken.append(params.url)
+        async with httpx2.AsyncClient() as http:
+            page = await http.get(params.url)
+            found = re.search(r"name='nonce' value='([^']+)'", page.text)
+            assert found is not None
+            form = {"nonce": found.group(1), "decision": "once"}
+            foreign = await http.post(
+                params.url, data=form, headers={"Origin": "http://evil.example"}
+            )
+            rebound = await http.post(params.url, data=form, headers={"Host": "evil.example"})
+            taken.extend([str(foreign.status_code), str(rebound.status_code)])
+            own = params.url.split("/approve/")[0]
+            ok = await http.post(params.url, data=form, headers={"Origin": own})
+            taken.append(str(ok.status_code))
+        return types.ElicitResult(action="accept")
+
+    with anyio.fail_after(WAIT):
+        async with paged(served) as gateway, client_of(gateway, "legacy", capture) as client:
+            loaded = await client.call_tool("read_skill", {"ref": "deploy"})
+            async with httpx2.AsyncClient() as http:
+                unknown = await http.get(taken[0].split("/approve/")[0] + "/approve/guess")
+    assert taken[1:] == ["403", "421", "200"]
+    assert not loaded.is_error
+    assert unknown.status_code == 404
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_declined_page_loads_nothing(served: Served, mode: str) -> None:
+    browser = Browser(action="decline")
+    with anyio.fail_after(WAIT):
+        async with paged(served) as gateway, client_of(gateway, mode, browser) as client:
+            refused = await client.call_tool("read_skill", {"ref": "deploy"})
+    assert refused.is_error
+    assert browser.pages == []
+
+
+async def test_a_changed_skill_shows_the_difference_from_the_approved_skill_md(
+    served: Served, tmp_path: Path
+) -> None:
+    browser = Browser("session")
+    cache = DiskCache(tmp_path / "cache")
+    skill_md = served.directory / "deploy" / "SKILL.md"
+    with anyio.fail_after(WAIT):
+        async with (
+            paged(served, cache=cache) as gateway,
+            client_of(gateway, "legacy", browser) as client,
+        ):
+            assert not (await client.call_tool("read_skill", {"ref": "deploy"})).is_error
+            served.change(
+                "deploy/SKILL.md", skill_md.read_bytes().replace(b"one region", b"ALL regions")
+            )
+            served.change("deploy/notes.md", b"new notes\n")
+            # A read under the loaded skill finds the change ...
+            found = await client.call_tool("read_skill_file", {"ref": "deploy", "path": "notes.md"})
+            browser.decision = "once"
+            # ... and loading it again asks again, showing what changed.
+            again = await client.call_tool("read_skill", {"ref": "deploy"})
+    assert found.is_error
+    assert not again.is_error
+    page = browser.pages[-1].text
+    assert "What changed since it was approved" in page
+    assert "-Deploy carefully, one region at a time." in page
+    assert "+Deploy carefully, ALL regions at a time." in page
+
+
+async def test_pages_left_unanswered_are_bounded_and_expire() -> None:
+    now = [1000.0]
+    pages = ApprovalPages(lifetime=60, clock=lambda: now[0])
+    ready = anyio.Event()
+    async with anyio.create_task_group() as group:
+        group.start_soon(functools.partial(pages.run, on_ready=lambda url: ready.set()))
+        with anyio.fail_after(WAIT):
+            await ready.wait()
+        opened = [
+            pages.open(title="t", message="m", skill_md="s", changes=None)
+            for _ in range(MAX_PAGES + 5)
+        ]
+        assert pages.get(opened[0].id) is None  # the oldest were dropped
+        assert pages.get(opened[-1].id) is not None
+        now[0] += 61
+        async with httpx2.AsyncClient() as http:
+            expired = await http.get(opened[-1].url)
+        fresh = pages.open(title="t", message="m", skill_md="s", changes=None)
+        assert pages.get(opened[-1].id) is None  # expired pages are gone
+        assert pages.get(fresh.id) is fresh
+        group.cancel_scope.cancel()
+    assert expired.status_code == 404

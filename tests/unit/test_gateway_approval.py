@@ -1,0 +1,144 @@
+"""What the gateway makes of an elicitation answer and of a ``request_state``: both come
+from the client, so both are parsed as hostile input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from skillward.gateway._approval import (
+    CHOICES,
+    Prepared,
+    StateCodec,
+    StateError,
+    answer_for,
+    approval_message,
+)
+from skillward.gateway.server import _asks_forms
+from skillward.trust.approvals import ActivationRequest, Decision, Question, Scope, content_hash
+from tests.support.approvals import make_entry, make_request
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner),
+    max_leaves=10,
+)
+
+
+@pytest.mark.threat("T46")
+@given(
+    action=st.text(max_size=10),
+    content=st.none() | st.dictionaries(st.text(max_size=12), json_values),
+)
+def test_only_an_accept_of_exactly_one_approving_choice_approves(
+    action: str, content: dict[str, Any] | None
+) -> None:
+    answer = answer_for(action, content)
+    approving = (
+        action == "accept"
+        and content is not None
+        and set(content) == {"decision"}
+        and content["decision"] in {"once", "session", "remember"}
+    )
+    assert (answer is not None) == approving
+    if answer is not None:
+        assert answer.decision is Decision.APPROVE
+
+
+@pytest.mark.parametrize("choice", CHOICES)
+def test_each_choice_means_its_scope_and_deny_approves_nothing(choice: str) -> None:
+    answer = answer_for("accept", {"decision": choice})
+    if choice == "deny":
+        assert answer is None
+    else:
+        assert answer is not None
+        assert answer.scope is Scope(choice)
+
+
+@pytest.mark.threat("T47")
+@given(token=st.text(max_size=200) | st.binary(max_size=50).map(repr))
+def test_a_request_state_this_gateway_did_not_sign_is_refused(token: str) -> None:
+    codec = StateCodec(key=b"k" * 32)
+    with pytest.raises(StateError):
+        codec.check(token, session="s", ref="acme:deploy", digest="sha256:0")
+
+
+@pytest.mark.threat("T47")
+def test_a_request_state_is_refused_by_another_gateway_process() -> None:
+    token = StateCodec().sign("s", "acme:deploy", "sha256:0")
+    with pytest.raises(StateError, match="not issued by this gateway"):
+        StateCodec().check(token, session="s", ref="acme:deploy", digest="sha256:0")
+
+
+@pytest.mark.threat("T47")
+def test_a_request_state_is_accepted_once_for_exactly_its_question() -> None:
+    codec = StateCodec()
+    token = codec.sign("s", "acme:deploy", "sha256:0")
+    for session, ref, digest in [
+        ("t", "acme:deploy", "sha256:0"),
+        ("s", "acme:other", "sha256:0"),
+        ("s", "acme:deploy", "sha256:1"),
+        ("s", "acme:deploy", None),
+    ]:
+        with pytest.raises(StateError):
+            codec.check(token, session=session, ref=ref, digest=digest)
+    codec.check(token, session="s", ref="acme:deploy", digest="sha256:0")
+    with pytest.raises(StateError, match="already used"):
+        codec.check(token, session="s", ref="acme:deploy", digest="sha256:0")
+
+
+@pytest.mark.anyio
+async def test_the_prompter_answers_only_for_the_content_the_person_saw() -> None:
+    entry = make_entry()
+    request = make_request(entry)
+    prepared = Prepared()
+    once = answer_for("accept", {"decision": "once"})
+    assert once is not None
+    prepared.give(request.key, "sha256:" + "0" * 64, once)
+    (other,) = await prepared.ask([Question(request)])
+    assert other.decision is Decision.DENY
+    approve = answer_for("accept", {"decision": "session"})
+    assert approve is not None
+    prepared.give(request.key, content_hash(entry), approve)
+    (given_,) = await prepared.ask([Question(request)])
+    (again,) = await prepared.ask([Question(request)])
+    assert given_.decision is Decision.APPROVE
+    assert again.decision is Decision.DENY  # once only
+
+
+@pytest.mark.threat("T46")
+def test_the_question_escapes_what_the_server_wrote() -> None:
+    entry = make_entry(extra={"allowed-tools": "Bash \x1b[2J\u202e"})
+    request = ActivationRequest(
+        make_request(entry, label="evil").record, identity="stdio:evil-mcp \x1b[2J\u202e"
+    )
+    message = approval_message(request, "evil:refunds\x1b]8;;x\x07", None, None)
+    assert "\x1b" not in message
+    assert "\u202e" not in message
+    assert "\x07" not in message
+    assert "Content hash: sha256:" in message
+    assert "grants none of them" in message
+
+
+@pytest.mark.parametrize(
+    ("elicitation", "asks"),
+    [
+        (None, False),
+        ({}, True),
+        ({"form": {}}, True),
+        ({"form": {}, "url": {}}, True),
+        ({"url": {}}, False),
+    ],
+)
+def test_only_a_client_that_declares_form_elicitation_is_asked(
+    elicitation: dict[str, Any] | None, asks: bool
+) -> None:
+    capabilities = types.ClientCapabilities.model_validate(
+        {} if elicitation is None else {"elicitation": elicitation}
+    )
+    assert _asks_forms(capabilities) is asks
+    assert _asks_forms(None) is False
