@@ -39,7 +39,7 @@ CONFINED = {
     "platformdirs": {"edge/_dirs.py"},
     "rich": {"terminal/prompts.py", "terminal/_describe.py", "terminal/_render.py"},
     "yaml": {"core/frontmatter.py"},
-    "uvicorn": {"serve/server.py", "gateway/_http.py", "gateway/_page.py"},
+    "uvicorn": {"edge/_listen.py"},
     # The disk cache's and the audit file's locks; the standard library, but POSIX-only
     # and easy to misuse.
     "fcntl": {"cache/_files.py", "trust/audit.py"},

@@ -9,45 +9,35 @@ and hold a body within ``Limits.max_gateway_request_bytes``, counted as it arriv
 from __future__ import annotations
 
 import contextlib
+import functools
 import hmac
 import logging
 import os
 import re
 import secrets
-import socket
 import stat
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
-import uvicorn
 from mcp.server.lowlevel import Server
 from mcp.server.transport_security import RequestBodyLimitMiddleware, TransportSecuritySettings
 
 from skillward.core.config import Limits
 from skillward.core.errors import ConfigError, UsageError
 from skillward.edge._dirs import gateway_token_file
+from skillward.edge._listen import ASGIApp, Receive, Scope, Send, listen, serve_asgi
 from skillward.edge._tree import CLOEXEC, NOFOLLOW, NONBLOCK, read_open_file
 
 __all__ = ["ASGIApp", "guard", "load_or_create_token", "serve_http"]
 
 logger = logging.getLogger(__name__)
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
 #: Characters of a token from ``--token-file``, at least: guessing must stay out of reach.
 MIN_TOKEN_LENGTH = 16
 #: Bytes of a token file read at most.
 _MAX_TOKEN_FILE = 4096
-#: Seconds open streams get to finish once the gateway is stopped.
-_SHUTDOWN_GRACE = 5
-#: Seconds uvicorn gets to start listening.
-_START_TIMEOUT = 30.0
 
 _LOOPBACK = r"(?:127\.0\.0\.1|localhost|\[::1\])(?::[0-9]{1,5})?"
 _LOOPBACK_HOST = re.compile(_LOOPBACK, re.ASCII | re.IGNORECASE)
@@ -253,14 +243,7 @@ async def serve_http(
         )
     limits = limits or Limits()
     max_body = limits.max_gateway_request_bytes
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    try:
-        sock = socket.create_server((host, port), family=family)
-    except OSError as exc:
-        raise UsageError(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
-            hint="Choose another port, or port 0 for a free one.",
-        ) from None
+    sock = listen(host, port)
     try:
         app = server.streamable_http_app(
             streamable_http_path="/mcp",
@@ -268,46 +251,12 @@ async def serve_http(
             transport_security=_SDK_SECURITY,
             max_request_body_size=max_body,
         )
-        config = uvicorn.Config(
-            guard(app, token=token, max_body=max_body),
-            log_level="warning",
-            lifespan="on",
-            access_log=False,
-            timeout_graceful_shutdown=_SHUTDOWN_GRACE,
-        )
-        http = uvicorn.Server(config)
-        shown = f"[{host}]" if ":" in host else host
-        url = f"http://{shown}:{sock.getsockname()[1]}/mcp"
-        await _run(http, sock, url, on_ready)
-    finally:
-        sock.close()
-
-
-async def _run(
-    http: uvicorn.Server, sock: socket.socket, url: str, on_ready: Callable[[str], None] | None
-) -> None:
-    stopped = anyio.Event()
-
-    async def run() -> None:
-        try:
-            # Shielded: cancelling the caller asks uvicorn to stop (should_exit), so it
-            # closes its connections and the SDK's sessions instead of being torn down.
-            with anyio.CancelScope(shield=True):
-                await http.serve([sock])
-        finally:
-            stopped.set()
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(run)
-        try:
-            with anyio.fail_after(_START_TIMEOUT):
-                # uvicorn exposes readiness only as a flag.
-                while not http.started:
-                    if stopped.is_set():
-                        raise UsageError(f"the gateway could not start at {url}")
-                    await anyio.sleep(0.01)
+        guarded = guard(app, token=token, max_body=max_body)
+        async with anyio.create_task_group() as group:
+            url = await group.start(
+                functools.partial(serve_asgi, guarded, sock, host=host, path="/mcp")
+            )
             if on_ready is not None:
                 on_ready(url)
-            await stopped.wait()
-        finally:
-            http.should_exit = True
+    finally:
+        sock.close()

@@ -12,22 +12,22 @@ script, frame or outside resource.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import html
 import logging
 import secrets
-import socket
 import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import anyio
-import uvicorn
 
 from skillward.core.errors import printable
+from skillward.edge._listen import ASGIApp, Receive, Scope, Send, listen, serve_asgi
 from skillward.gateway._approval import CHOICES
-from skillward.gateway._http import _LOOPBACK_HOST, ASGIApp, Receive, Scope, Send, _run
+from skillward.gateway._http import _LOOPBACK_HOST
 
 __all__ = ["MAX_PAGES", "ApprovalPages", "Page"]
 
@@ -155,24 +155,15 @@ class ApprovalPages:
 
     async def run(self, *, on_ready: Callable[[str], None] | None = None) -> None:
         """Serve the pages on 127.0.0.1 (a free port) until cancelled."""
-        sock = socket.create_server(("127.0.0.1", 0))
+        sock = listen("127.0.0.1", 0)
         try:
-            port = sock.getsockname()[1]
-            base = f"http://127.0.0.1:{port}"
-            config = uvicorn.Config(
-                self.app,
-                interface="asgi3",
-                log_level="warning",
-                lifespan="off",
-                access_log=False,
-            )
-
-            def ready(url: str) -> None:
+            async with anyio.create_task_group() as group:
+                url = await group.start(
+                    functools.partial(serve_asgi, self.app, sock, host="127.0.0.1", lifespan=False)
+                )
                 self._base, self._origin = url, url.encode("ascii")
                 if on_ready is not None:
                     on_ready(url)
-
-            await _run(uvicorn.Server(config), sock, base, ready)
         finally:
             self._base = None
             sock.close()

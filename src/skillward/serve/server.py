@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from contextlib import asynccontextmanager
@@ -35,7 +36,6 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-import uvicorn
 from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -43,9 +43,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from skillward.core._fields import EXTENSION_ID
 from skillward.core.config import Limits
-from skillward.core.errors import (
-    UsageError,
-)
+from skillward.edge._listen import listen, serve_asgi
 from skillward.edge._methods import DirectoryReadParams, SkillsGetParams, SkillsListParams
 from skillward.serve.catalog import ServedFile, ServedSkill, SkillCatalog
 
@@ -347,35 +345,17 @@ async def serve_http(
     server: Server[Any], *, host: str = "127.0.0.1", port: int = 0
 ) -> AsyncIterator[str]:
     """Serve ``server`` over streamable HTTP; yields the endpoint URL until the block ends."""
-    import socket  # noqa: PLC0415
-
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = listen(host, port)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise UsageError(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
-            hint="Choose another port, or port 0 for a free one.",
-        ) from None
-    bound_port = sock.getsockname()[1]
-    app = server.streamable_http_app(host=host, streamable_http_path="/mcp")
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
-    http = uvicorn.Server(config)
-    shown_host = f"[{host}]" if ":" in host else host
-    try:
+        app = server.streamable_http_app(host=host, streamable_http_path="/mcp")
         async with anyio.create_task_group() as group:
-            group.start_soon(http.serve, [sock])
-            with anyio.fail_after(30):
-                # uvicorn exposes readiness only as a flag.
-                while not http.started:  # noqa: ASYNC110
-                    await anyio.sleep(0.01)
+            url = await group.start(
+                functools.partial(serve_asgi, app, sock, host=host, path="/mcp")
+            )
             try:
-                yield f"http://{shown_host}:{bound_port}/mcp"
+                yield url
             finally:
-                http.should_exit = True
+                group.cancel_scope.cancel()
     finally:
         sock.close()
 

@@ -1,0 +1,98 @@
+"""Listening on a local port: an ASGI app served by uvicorn, for ``serve --http``, the
+gateway over HTTP and the gateway's approval pages.
+
+One place binds the socket (a port in use is a :class:`UsageError`, not a traceback),
+starts uvicorn on it, says the URL once it listens, and stops it gracefully when the
+caller is cancelled.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import anyio
+import uvicorn
+from anyio.abc import TaskStatus
+
+from skillward.core.errors import UsageError
+
+__all__ = ["ASGIApp", "listen", "serve_asgi"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+#: Seconds uvicorn gets to start listening.
+_START_TIMEOUT = 30.0
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (port 0: a free one), or :class:`UsageError`."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family)
+    except OSError as exc:
+        # create_server appends the address to strerror; the errno's own text is enough.
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise UsageError(
+            f"cannot listen on {host}:{port}: {reason}",
+            hint="Choose another port, or port 0 for a free one.",
+        ) from None
+
+
+async def serve_asgi(
+    app: ASGIApp,
+    sock: socket.socket,
+    *,
+    host: str,
+    path: str = "",
+    lifespan: bool = True,
+    grace: int = 5,
+    task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``app`` on ``sock`` (bound to ``host``) until cancelled.
+
+    Start it with ``TaskGroup.start`` to get its URL (``path`` appended) once it listens.
+    Cancelled, open streams get ``grace`` seconds to finish. The socket stays the caller's
+    to close.
+    """
+    config = uvicorn.Config(
+        app,
+        interface="asgi3",
+        log_level="warning",
+        lifespan="on" if lifespan else "off",
+        access_log=False,
+        timeout_graceful_shutdown=grace,
+    )
+    http = uvicorn.Server(config)
+    port = sock.getsockname()[1]
+    url = f"http://{f'[{host}]' if ':' in host else host}:{port}{path}"
+    stopped = anyio.Event()
+
+    async def run() -> None:
+        try:
+            # Shielded: cancelling the caller asks uvicorn to stop (should_exit), so it
+            # closes its connections and the app's sessions instead of being torn down.
+            with anyio.CancelScope(shield=True):
+                await http.serve([sock])
+        finally:
+            stopped.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        try:
+            with anyio.fail_after(_START_TIMEOUT):
+                # uvicorn exposes readiness only as a flag.
+                while not http.started:
+                    if stopped.is_set():
+                        raise UsageError(f"could not start serving at {url}")
+                    await anyio.sleep(0.01)
+            task_status.started(url)
+            await stopped.wait()
+        finally:
+            http.should_exit = True
