@@ -21,7 +21,7 @@ from skillward.core.config import Limits
 from skillward.core.errors import PolicyDenied
 from skillward.edge.servers import InMemoryTransport, ServerSpec
 from skillward.gateway._approval import StateCodec
-from skillward.gateway.server import Upstreams
+from skillward.gateway._upstreams import Upstreams
 from skillward.serve.server import build_skills_server
 from skillward.trust._store import FileApprovalStore
 from skillward.trust.approvals import ActivationRequest

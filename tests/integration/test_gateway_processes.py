@@ -25,7 +25,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from skillward.edge.servers import HttpTransport, ServerSpec, StdioTransport
-from skillward.gateway.server import Upstreams
+from skillward.gateway._upstreams import Upstreams
 from tests.support.gated import DEPLOY_BODY_LINE, NOTES, build_gated_tree
 from tests.support.gateway import (
     MODES,

@@ -21,6 +21,7 @@ CONFINED = {
         "edge/_transport.py",
         "serve/server.py",
         "gateway/server.py",
+        "gateway/_asking.py",
         "gateway/_http.py",
     },
     "mcp_types": {
@@ -30,6 +31,8 @@ CONFINED = {
         "edge/_methods.py",
         "edge/_contents.py",
         "gateway/server.py",
+        "gateway/_asking.py",
+        "gateway/_tools.py",
         "gateway/_http.py",
     },
     # The SDK's HTTP client, held to the message caps at the client edge's transport.

@@ -18,7 +18,7 @@ from skillward.gateway._approval import (
     answer_for,
     approval_message,
 )
-from skillward.gateway.server import _asks_forms
+from skillward.gateway._asking import asks_forms
 from skillward.trust.approvals import ActivationRequest, Decision, Question, Scope, content_hash
 from tests.support.approvals import make_entry, make_request
 
@@ -140,5 +140,5 @@ def test_only_a_client_that_declares_form_elicitation_is_asked(
     capabilities = types.ClientCapabilities.model_validate(
         {} if elicitation is None else {"elicitation": elicitation}
     )
-    assert _asks_forms(capabilities) is asks
-    assert _asks_forms(None) is False
+    assert asks_forms(capabilities) is asks
+    assert asks_forms(None) is False

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from skillward.gateway._http import Message, Receive, Scope, Send, guard
+from skillward.edge._listen import Message, Receive, Scope, Send
+from skillward.gateway._http import guard
 
 pytestmark = pytest.mark.anyio
 

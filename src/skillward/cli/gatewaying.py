@@ -103,7 +103,8 @@ async def _serve(args: argparse.Namespace, terminal: Terminal) -> None:
     from skillward.edge._dirs import server_log_dir
     from skillward.gateway._page import ApprovalPages
     from skillward.gateway._sessions import Sessions
-    from skillward.gateway.server import Gateway, follow_upstreams, serve_stdio
+    from skillward.gateway._upstreams import follow_upstreams
+    from skillward.gateway.server import Gateway, serve_stdio
     from skillward.host.skillhost import HostConfig, SkillHost
     from skillward.trust._policyload import load_policy
 
