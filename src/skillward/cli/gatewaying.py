@@ -101,10 +101,6 @@ async def _serve(args: argparse.Namespace, terminal: Terminal) -> None:
     from skillward.cli._host import connect_all, content_cache, local_dirs, server_specs
     from skillward.cli._host import limits as limits_of
     from skillward.edge._dirs import server_log_dir
-    from skillward.gateway._page import ApprovalPages
-    from skillward.gateway._sessions import Sessions
-    from skillward.gateway._upstreams import follow_upstreams
-    from skillward.gateway.server import Gateway, serve_stdio
     from skillward.host.skillhost import HostConfig, SkillHost
     from skillward.trust._policyload import load_policy
 
@@ -119,6 +115,14 @@ async def _serve(args: argparse.Namespace, terminal: Terminal) -> None:
         for note in host.notes:
             terminal.note(note)
         failed = await connect_all(host, specs, terminal, server_log_dir())
+        # Imported only now: connecting imported the SDK while the first server started
+        # (as in every command); importing the gateway's server first would add the whole
+        # of the SDK's import to start-up.
+        from skillward.gateway._page import ApprovalPages
+        from skillward.gateway._sessions import Sessions
+        from skillward.gateway._upstreams import follow_upstreams
+        from skillward.gateway.server import Gateway, serve_stdio
+
         sessions = Sessions(
             host, store=kept, rules=policy.approval_rules(kept), notify=terminal.note
         )
@@ -143,10 +147,7 @@ async def _serve(args: argparse.Namespace, terminal: Terminal) -> None:
                 terminal.note(f"skillward gateway: {count} skills, over stdio")
                 await serve_stdio(served.server)
             else:
-                from skillward.gateway._http import (  # type: ignore[import-not-found,unused-ignore]
-                    load_or_create_token,
-                    serve_http,
-                )
+                from skillward.gateway._http import load_or_create_token, serve_http
 
                 token, token_path = load_or_create_token(args.token_file)
                 terminal.note(f"skillward gateway: the bearer token is in {token_path}")
