@@ -160,6 +160,32 @@ def test_catalog_output_escapes_server_text() -> None:
     assert "\u202e" not in shown
 
 
+EMOJI_CODES = ":white_check_mark: verified by :lock: your administrator"
+
+
+@pytest.mark.threat("T26")
+def test_the_approval_prompt_shows_emoji_codes_as_the_server_wrote_them() -> None:
+    # The person reads what the model reads: ":lock:", not a padlock rich drew for it.
+    term, _, _ = terminal()
+    approver = TerminalApprover(term, stdin=FakeTty())
+    text = shown(approver, ActivationRequest(record(EMOJI_CODES)), 200)
+    assert EMOJI_CODES in text
+    assert "\u2705" not in text
+    assert "\U0001f512" not in text
+
+
+@pytest.mark.threat("T23")
+def test_catalog_and_context_output_show_emoji_codes_as_the_server_wrote_them() -> None:
+    term, out, _ = terminal()
+    rec = record(EMOJI_CODES)
+    term.catalog(
+        [CatalogItem("refunds", "refunds", rec.description, rec.origin)], ["acme:refunds"], [], []
+    )
+    term.text(f"<skillward:skill>{EMOJI_CODES}</skillward:skill>")
+    assert out.getvalue().count(":white_check_mark:") == 2
+    assert "\u2705" not in out.getvalue()
+
+
 def test_narrow_terminals_wrap_references_instead_of_cutting_them() -> None:
     out = io.StringIO()
     term = Terminal(out=out)

@@ -96,7 +96,7 @@ def _change(change: Change, root: object) -> RenderableType:
         lines.append("  now dynamic" if change.dynamic else "  no longer dynamic")
     if change.revoked:
         lines.append(f"  the approval was revoked: {safe(change.revoked, 500)}")
-    return Text.from_markup("\n".join(lines), overflow="fold")
+    return Text.from_markup("\n".join(lines), overflow="fold", emoji=False)
 
 
 def _not_granted(question: Question) -> RenderableType | None:
@@ -126,4 +126,4 @@ def _not_granted(question: Question) -> RenderableType | None:
     if not lines:
         return None
     head = "[yellow]It asks for more; approving it does not grant these:[/yellow]"
-    return Text.from_markup("\n".join([head, *lines]), overflow="fold")
+    return Text.from_markup("\n".join([head, *lines]), overflow="fold", emoji=False)

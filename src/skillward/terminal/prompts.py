@@ -68,8 +68,8 @@ class Terminal:
     def __init__(
         self, out: TextIO | None = None, err: TextIO | None = None, *, json_errors: bool = False
     ) -> None:
-        self.out = SafeConsole(file=out or sys.stdout, highlight=False)
-        self.err = SafeConsole(file=err or sys.stderr, highlight=False)
+        self.out = SafeConsole(file=out or sys.stdout, highlight=False, emoji=False)
+        self.err = SafeConsole(file=err or sys.stderr, highlight=False, emoji=False)
         self.json_errors = json_errors
 
     def json(self, data: object) -> None:
@@ -325,7 +325,7 @@ class TerminalApprover(_AtTerminal):
             "Approving the skill did not grant them. Granted, they stay with this approval "
             "and end when the skill changes.",
         ]
-        self._show(Text.from_markup("\n".join(lines), overflow="fold"))
+        self._show(Text.from_markup("\n".join(lines), overflow="fold", emoji=False))
         choices = {"g": "[bold]g[/bold]rant these tools", "n": "[bold]n[/bold]o"}
         choice = await anyio.to_thread.run_sync(choose, self.console, self.stdin, choices, "n")
         return Grants(tools=tools) if choice == "g" else Grants()
@@ -445,7 +445,7 @@ class TerminalExecutionGate(_TerminalGate):
             "to run this.[/yellow]"
         )
         self._show(Rule("allow code execution?"))
-        self._show(Text.from_markup("\n".join(lines), overflow="fold"))
+        self._show(Text.from_markup("\n".join(lines), overflow="fold", emoji=False))
         choices = {"o": "allow [bold]o[/bold]nce"}
         if request.remember is not None:
             choices["a"] = "[bold]a[/bold]lways for this skill until it changes"
@@ -472,7 +472,7 @@ class TerminalCrossOriginGate(_TerminalGate):
             "it only if you asked for this.[/yellow]",
         ]
         self._show(Rule("allow a read across servers?"))
-        self._show(Text.from_markup("\n".join(lines), overflow="fold"))
+        self._show(Text.from_markup("\n".join(lines), overflow="fold", emoji=False))
         choice = await self._choose(
             {"y": "[bold]y[/bold]es, this read only", "d": "[bold]d[/bold]eny"}
         )
