@@ -41,6 +41,8 @@ from tests.support.hostile import build_hostile_tree
 from tests.support.listings import REPO_ROOT
 from tests.support.secret_service import BACKEND_NAME, forget, secret_service_or_skip
 from tests.support.servers import http_server_process, serve_argv
+from tests.support.stderr_server import argv as stderr_server_argv
+from tests.support.trees import build_tree
 
 pytestmark = pytest.mark.anyio
 
@@ -324,6 +326,52 @@ def test_a_token_file_without_http_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "--token-file needs --http" in done.stderr
     assert done.stdout == ""
+
+
+def _refused_before_any_server_starts(tmp_path: Path, *options: str) -> str:
+    """Run the gateway with ``options`` and a server that records its start; return
+    stderr once the gateway exits (2 or 3), asserting the server never started."""
+    skills = tmp_path / "skills"
+    build_tree(skills)
+    started = tmp_path / "started.pid"
+    server = "acme=" + " ".join(stderr_server_argv(skills, "--pid-file", str(started)))
+    done = subprocess.run(
+        [sys.executable, "-m", "skillward", "gateway", "--no-local", "--server", server, *options],
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        env=_env(tmp_path),
+        cwd=str(REPO_ROOT),
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode != 0
+    assert not started.exists()
+    assert done.stdout == ""
+    return done.stderr
+
+
+@pytest.mark.threat("T51")
+def test_a_gateway_address_off_loopback_is_refused_before_any_server_starts(
+    tmp_path: Path,
+) -> None:
+    said = _refused_before_any_server_starts(tmp_path, "--http", "0.0.0.0:8765")
+    assert "loopback only" in said
+    assert "Traceback" not in said
+
+
+@pytest.mark.threat("T51")
+def test_a_token_file_others_can_read_is_refused_before_any_server_starts(
+    tmp_path: Path,
+) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text("a-token-long-enough-to-be-one\n")
+    token_file.chmod(0o644)
+    said = _refused_before_any_server_starts(
+        tmp_path, "--http", "127.0.0.1:0", "--token-file", str(token_file)
+    )
+    assert "open to group or others" in said
+    assert "a-token-long-enough-to-be-one" not in said
 
 
 @pytest.mark.threat("T50")

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from skillward.core.errors import ConfigError
-from skillward.gateway._http import MIN_TOKEN_LENGTH, load_or_create_token
+from skillward.gateway._token import MIN_TOKEN_LENGTH, load_or_create_token
 
 OWN = "own-token-4Rt7Yp2Wq9Ls6Kd1"
 
 CREATE = """
 import json
 from skillward.core.errors import ConfigError
-from skillward.gateway._http import load_or_create_token
+from skillward.gateway._token import load_or_create_token
 try:
     token, path = load_or_create_token(None)
 except ConfigError as error:

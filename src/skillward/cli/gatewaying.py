@@ -38,9 +38,9 @@ def add_commands(commands: Commands) -> None:
     gateway_.add_argument(
         "--http",
         metavar="HOST:PORT",
-        type=_host_port,
-        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (a bearer "
-        "token is always required)",
+        type=_loopback_host_port,
+        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio, HOST one of "
+        "127.0.0.1, localhost or ::1 (a bearer token is always required)",
     )
     gateway_.add_argument(
         "--token-file",
@@ -63,6 +63,18 @@ def add_commands(commands: Commands) -> None:
         "shows the whole SKILL.md and what changed since it was approved",
     )
     gateway_.add_argument("--name", default="skillward-gateway", help="serverInfo.name to report")
+
+
+def _loopback_host_port(text: str) -> tuple[str, int]:
+    from skillward.edge._listen import LOOPBACK_ADDRESSES
+
+    host, port = _host_port(text)
+    if host.lower() not in LOOPBACK_ADDRESSES:
+        # The token travels in clear text: it stays on this machine.
+        raise argparse.ArgumentTypeError(
+            f"the gateway listens on loopback only (127.0.0.1, localhost or ::1), not {host!r}"
+        )
+    return host, port
 
 
 def _seconds(text: str) -> float:
@@ -93,6 +105,16 @@ def gateway(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _token(args: argparse.Namespace) -> tuple[str, Path] | None:
+    """With --http, the bearer token and its file; read (or made) before any server
+    starts, so that a token file that cannot be used is said at once."""
+    if args.http is None:
+        return None
+    from skillward.gateway._token import load_or_create_token
+
+    return load_or_create_token(args.token_file)
+
+
 async def _serve(args: argparse.Namespace, terminal: Terminal) -> None:
     import anyio
 
@@ -108,6 +130,7 @@ async def _serve(args: argparse.Namespace, terminal: Terminal) -> None:
     # The person is asked through the MCP client; one that cannot ask gets no content.
     policy = load_policy(headless=False, report=lambda text: terminal.note(f"policy: {text}"))
     kept = store(terminal)
+    token = _token(args)
     config = HostConfig(limits=limits_of(args), local_dirs=local_dirs(args))
     cache = content_cache(args, config.limits)
     specs = server_specs(args, terminal)
@@ -143,13 +166,13 @@ async def _serve(args: argparse.Namespace, terminal: Terminal) -> None:
             group.start_soon(
                 follow_upstreams, served, [spec for spec, _ in failed.values()], args.refresh
             )
-            if args.http is None:
+            if token is None:  # no --http
                 terminal.note(f"skillward gateway: {count} skills, over stdio")
                 await serve_stdio(served.server)
             else:
-                from skillward.gateway._http import load_or_create_token, serve_http
+                from skillward.gateway._http import serve_http
 
-                token, token_path = load_or_create_token(args.token_file)
+                secret, token_path = token
                 terminal.note(f"skillward gateway: the bearer token is in {token_path}")
                 address, port = args.http
 
@@ -157,6 +180,6 @@ async def _serve(args: argparse.Namespace, terminal: Terminal) -> None:
                     terminal.note(f"skillward gateway: {count} skills at {url}")
 
                 await serve_http(
-                    served.server, host=address, port=port, token=token, on_ready=ready
+                    served.server, host=address, port=port, token=secret, on_ready=ready
                 )
             group.cancel_scope.cancel()

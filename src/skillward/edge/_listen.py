@@ -19,7 +19,7 @@ from anyio.abc import TaskStatus
 
 from skillward.core.errors import UsageError
 
-__all__ = ["ASGIApp", "listen", "serve_asgi"]
+__all__ = ["LOOPBACK_ADDRESSES", "ASGIApp", "listen", "serve_asgi"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -27,6 +27,8 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
+#: The addresses that keep a listener on this machine.
+LOOPBACK_ADDRESSES = frozenset({"127.0.0.1", "localhost", "::1"})
 #: Seconds uvicorn gets to start listening.
 _START_TIMEOUT = 30.0
 

@@ -8,16 +8,11 @@ and hold a body within ``Limits.max_gateway_request_bytes``, counted as it arriv
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hmac
 import logging
-import os
 import re
-import secrets
-import stat
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -25,25 +20,25 @@ from mcp.server.lowlevel import Server
 from mcp.server.transport_security import RequestBodyLimitMiddleware, TransportSecuritySettings
 
 from skillward.core.config import Limits
-from skillward.core.errors import ConfigError, UsageError
-from skillward.edge._dirs import gateway_token_file
-from skillward.edge._listen import ASGIApp, Receive, Scope, Send, listen, serve_asgi
-from skillward.edge._tree import CLOEXEC, NOFOLLOW, NONBLOCK, read_open_file
+from skillward.core.errors import UsageError
+from skillward.edge._listen import (
+    LOOPBACK_ADDRESSES,
+    ASGIApp,
+    Receive,
+    Scope,
+    Send,
+    listen,
+    serve_asgi,
+)
 
-__all__ = ["ASGIApp", "guard", "load_or_create_token", "serve_http"]
+__all__ = ["ASGIApp", "guard", "serve_http"]
 
 logger = logging.getLogger(__name__)
 
-#: Characters of a token from ``--token-file``, at least: guessing must stay out of reach.
-MIN_TOKEN_LENGTH = 16
-#: Bytes of a token file read at most.
-_MAX_TOKEN_FILE = 4096
 
 _LOOPBACK = r"(?:127\.0\.0\.1|localhost|\[::1\])(?::[0-9]{1,5})?"
 _LOOPBACK_HOST = re.compile(_LOOPBACK, re.ASCII | re.IGNORECASE)
 _LOOPBACK_ORIGIN = re.compile(rf"https?://{_LOOPBACK}", re.ASCII | re.IGNORECASE)
-#: Addresses the gateway may listen on: a token sent in clear text stays on this machine.
-_LOOPBACK_ADDRESSES = frozenset({"127.0.0.1", "localhost", "::1"})
 #: The SDK's own Host and Origin check, kept on behind the guard, allowing what it allows.
 _SDK_SECURITY = TransportSecuritySettings(
     enable_dns_rebinding_protection=True,
@@ -55,91 +50,6 @@ _SDK_SECURITY = TransportSecuritySettings(
         for p in ("", ":*")
     ],
 )
-
-
-# --- the token ----------------------------------------------------------------------
-
-
-def load_or_create_token(token_file: Path | None) -> tuple[str, Path]:
-    """The bearer token and the file holding it.
-
-    ``token_file`` (``--token-file``) is read: it must be a regular file of the user's,
-    readable by no one else, holding one token of at least :data:`MIN_TOKEN_LENGTH`
-    printable characters. ``None``: a new token is written to a fresh 0600 file that
-    replaces :func:`~skillward.edge._dirs.gateway_token_file`. Print the path, never
-    the token. Raises :class:`ConfigError` naming the path.
-    """
-    if token_file is not None:
-        return _read_token(token_file), token_file
-    path = gateway_token_file()
-    token = secrets.token_urlsafe(32)
-    _write_private(path, token)
-    return token, path
-
-
-def _read_token(path: Path) -> str:
-    hint = f"Put one token in {path}, readable by you alone (chmod 600)."
-    try:
-        fd = os.open(path, os.O_RDONLY | NONBLOCK | CLOEXEC)
-    except OSError as exc:
-        raise ConfigError(f"cannot read the token file {path}: {exc.strerror}", hint=hint) from None
-    try:
-        _check_private(os.fstat(fd), path, hint)
-    except BaseException:
-        os.close(fd)
-        raise
-    try:
-        data = read_open_file(fd, _MAX_TOKEN_FILE, path)
-    except OSError as exc:
-        raise ConfigError(f"cannot read the token file {path}: {exc}", hint=hint) from None
-    token = data.decode("latin-1").strip()
-    if not token:
-        raise ConfigError(f"the token file {path} is empty", hint=hint)
-    if not all("!" <= c <= "~" for c in token):
-        raise ConfigError(
-            f"the token file {path} holds more than one printable ASCII word", hint=hint
-        )
-    if len(token) < MIN_TOKEN_LENGTH:
-        raise ConfigError(
-            f"the token in {path} is shorter than {MIN_TOKEN_LENGTH} characters",
-            hint=f"{hint} A long random one: python -c 'import secrets; "
-            "print(secrets.token_urlsafe(32))'",
-        )
-    return token
-
-
-def _check_private(info: os.stat_result, path: Path, hint: str) -> None:
-    """Refuse a token file others may read or change: they could use or set the token."""
-    if stat.S_ISREG(info.st_mode) and info.st_mode & 0o077:
-        raise ConfigError(
-            f"the token file {path} is open to group or others "
-            f"(mode {stat.S_IMODE(info.st_mode):04o}); anyone who reads it can use the gateway",
-            hint=f"chmod 600 {path}",
-        )
-    getuid = getattr(os, "getuid", None)
-    if getuid is not None and info.st_uid != getuid():
-        raise ConfigError(f"the token file {path} belongs to another user", hint=hint)
-
-
-def _write_private(path: Path, token: str) -> None:
-    """Write ``token`` to a new 0600 file beside ``path``, then move it over ``path``."""
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC, 0o600)
-        try:
-            os.write(fd, f"{token}\n".encode("ascii"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temporary, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            temporary.unlink(missing_ok=True)
-        raise ConfigError(
-            f"cannot write the gateway token file {path}: {exc.strerror or exc}",
-            hint="Pass --token-file FILE with a token of your own.",
-        ) from None
 
 
 # --- the guard ----------------------------------------------------------------------
@@ -236,7 +146,7 @@ async def serve_http(
     streams get a few seconds to finish before it returns. Raises :class:`UsageError`
     when the address cannot be listened on.
     """
-    if host.lower() not in _LOOPBACK_ADDRESSES:
+    if host.lower() not in LOOPBACK_ADDRESSES:
         raise UsageError(
             f"the gateway listens on loopback only, not {host!r}: its token travels in clear text",
             hint="Use --http 127.0.0.1:PORT.",
