@@ -265,6 +265,16 @@ async def test_no_server_string_reaches_the_terminal_unescaped(tree: Path) -> No
     for rendered in (render_json(result), render_sarif(result)):
         assert rendered.isascii()
         assert "\\u001b" not in rendered or "\x1b" not in rendered
+    # Decoded, the messages still carry no control or bidi character: they were escaped
+    # before rendering, not only by JSON's own escaping. (``skill`` and ``uri`` stay the
+    # server's exact strings, as data, so that a baseline matches them.)
+    findings = json.loads(render_json(result))["servers"][0]["findings"]
+    results = json.loads(render_sarif(result))["runs"][0]["results"]
+    messages = [f["message"] for f in findings] + [r["message"]["text"] for r in results]
+    assert any("nope" in message for message in messages)
+    for message in messages:
+        for forbidden in ("\x1b", "\x07", "\u202e", "\x9b"):
+            assert forbidden not in message
 
 
 @pytest.mark.anyio

@@ -242,8 +242,16 @@ async def test_closing_a_session_leaves_the_other_and_the_connections_alive(
         await w.b.host.activate("good")
         await w.a.host.aclose()
         assert w.a.host.active() == []
+        asked, requests = len(w.a.approver.asked), len(w.state.requests)
         with pytest.raises(UsageError, match="session is closed"):
             await w.a.host.activate("good")
+        with pytest.raises(UsageError, match="session is closed"):
+            await w.a.host.read_resource("hostile", GUIDE)
+        with pytest.raises(UsageError, match="session is closed"):
+            await w.a.host.read_file("good", "guide.md")
+        # Refused before any work: nobody asked, nothing fetched for a closed context.
+        assert len(w.a.approver.asked) == asked
+        assert len(w.state.requests) == requests
         assert (await w.b.host.read_resource("hostile", GUIDE)).verified
         assert [s.state for s in w.host.servers()] == ["connected", "connected"]
         async with w.host.session(approver=Approving()) as later:

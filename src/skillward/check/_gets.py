@@ -116,7 +116,9 @@ async def instructions(audit: Audit) -> None:
             continue
         if raw is None:
             continue
-        refused = [v for v in get_violations(raw, uri, modern=modern) if v.refused]
+        refused = [
+            v for v in get_violations(raw, uri, modern=modern, limits=audit.limits) if v.refused
+        ]
         if refused:
             audit.add(
                 "SW-INSTR-001",

@@ -11,6 +11,7 @@ from skillward.check._audit import (
     Audit,
     quote,
 )
+from skillward.core._neutralise import FLAG_INVISIBLE, FLAG_MARKERS
 from skillward.core.context import CatalogItem, catalog_block
 from skillward.core.frontmatter import allowed_tools
 from skillward.core.origins import Origin
@@ -20,8 +21,6 @@ from skillward.core.wire import (
 
 #: A _meta key with a reverse-domain prefix, as the conformance suite reads one.
 _META_PREFIX_RE = re.compile(r"[a-z0-9-]+(?:\.[a-z0-9-]+)+/", re.IGNORECASE)
-_INVISIBLE_FLAG = "invisible-characters"
-_MARKER_FLAG = "markers-neutralised"
 
 
 def frontmatter_hygiene(audit: Audit, entry: SkillEntry) -> None:
@@ -53,7 +52,7 @@ def flags(
     audit: Audit, flags: Iterable[str], *, skill: str, what: str, uri: str | None = None
 ) -> None:
     for flag in flags:
-        if flag.startswith(_INVISIBLE_FLAG):
+        if flag.startswith(FLAG_INVISIBLE):
             detail = flag.partition(": ")[2]
             audit.add(
                 "SW-HYG-001",
@@ -62,7 +61,7 @@ def flags(
                 skill=skill,
                 uri=uri,
             )
-        elif flag.startswith(_MARKER_FLAG):
+        elif flag.startswith(FLAG_MARKERS):
             audit.add(
                 "SW-HYG-002",
                 f"{what} imitates a host's block markers (<skillward...), which hosts neutralise",

@@ -26,7 +26,15 @@ from typing import Final
 
 from skillward.core.errors import UsageError
 
+#: The flags a neutralised text may carry (each followed by ": " and a count or list).
+FLAG_INVISIBLE: Final = "invisible-characters"
+FLAG_BOUNDARIES: Final = "boundary-neutralised"
+FLAG_MARKERS: Final = "markers-neutralised"
+
 __all__ = [
+    "FLAG_BOUNDARIES",
+    "FLAG_INVISIBLE",
+    "FLAG_MARKERS",
     "VALUE_LIMIT",
     "Findings",
     "base64_content",
@@ -249,11 +257,11 @@ class Findings:
             if len(self.invisible) > _FLAG_CODEPOINTS:
                 more = len(self.invisible) - _FLAG_CODEPOINTS
                 text += f", and {more} more code points ({sum(self.invisible.values())} in all)"
-            flags.append(f"invisible-characters: {text}")
+            flags.append(f"{FLAG_INVISIBLE}: {text}")
         if self.boundaries:
-            flags.append(f"boundary-neutralised: x{self.boundaries}")
+            flags.append(f"{FLAG_BOUNDARIES}: x{self.boundaries}")
         if self.markers:
-            flags.append(f"markers-neutralised: x{self.markers}")
+            flags.append(f"{FLAG_MARKERS}: x{self.markers}")
         return tuple(flags)
 
 

@@ -41,6 +41,9 @@ from skillward.core._blockattrs import (
     trust_of,
 )
 from skillward.core._neutralise import (
+    FLAG_BOUNDARIES,
+    FLAG_INVISIBLE,
+    FLAG_MARKERS,
     Findings,
     base64_content,
     check_boundary,
@@ -110,9 +113,9 @@ class CatalogItem:
 
 
 _FLAG_MEANINGS: Final = {
-    "invisible-characters": "Invisible or control characters are shown as [U+XXXX] markers.",
-    "boundary-neutralised": "Copies of the boundary of this block became [boundary].",
-    "markers-neutralised": "Text imitating a skillward marker had its opening bracket escaped.",
+    FLAG_INVISIBLE: "Invisible or control characters are shown as [U+XXXX] markers.",
+    FLAG_BOUNDARIES: "Copies of the boundary of this block became [boundary].",
+    FLAG_MARKERS: "Text imitating a skillward marker had its opening bracket escaped.",
     FLAG_BINARY: "The content is not UTF-8 text; it is shown base64-encoded.",
     FLAG_TOO_MANY_MARKS: (
         "So many characters would be marked that the text is shown base64-encoded instead."

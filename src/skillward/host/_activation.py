@@ -94,6 +94,7 @@ class Activator:
     async def activate(self, record: SkillRecord) -> Activation:
         """Ask, fetch, verify and tag ``record``'s SKILL.md, and act on it (hold
         :meth:`lock`)."""
+        self._window.check_open()  # a closed context asks nobody and fetches nothing
         self._fetcher.check_dynamic(record)
         request = self._shared.approval_request(record)
         # Policy first: no approval overrides what an administrator forbids.

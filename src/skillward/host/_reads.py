@@ -52,6 +52,7 @@ class Reads:
     async def read_file(self, reference: str, path: str) -> ContextBlock:
         """A file of a skill by a path relative to its root: held to the pinned entry
         while the skill is active, else to its listing entry (and the gates)."""
+        self._window.check_open()
         record = await self._shared.lookup(reference)
         async with self._activator.lock(record):
             return await self._read_file(record, path)
@@ -121,6 +122,7 @@ class Reads:
 
     async def read_resource(self, server: str, uri: str) -> ContextBlock:
         """The model's ``read_resource(server, uri)`` (see :meth:`SkillHost.read_resource`)."""
+        self._window.check_open()
         connection = self._shared.connection(server)
         parsed = parse_uri(uri, max_length=self._shared.limits.max_uri_length)
         async with self._window.lock(server):

@@ -46,10 +46,6 @@ class ActingWindow:
         self._locks: dict[str, anyio.Lock] = {}
         self._shut = False
 
-    @property
-    def is_shut(self) -> bool:
-        return self._shut
-
     def shut(self) -> None:
         """Close every activation, and take none again: this context is over. Nothing
         more is handed to the model through it."""

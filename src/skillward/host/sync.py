@@ -131,7 +131,6 @@ class SyncSkillHost:
         )
         session = object.__new__(type(self))
         session._lock = threading.Lock()
-        session._stack = contextlib.ExitStack()
         session._host = self._call(make)
         session._portal = portal
         session._root = self._root or self
