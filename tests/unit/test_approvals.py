@@ -15,6 +15,8 @@ from skillward.core.config import Limits
 from skillward.core.errors import RememberUnavailable
 from skillward.core.origins import SkillKey
 from skillward.core.wire import SkillEntry, parse_entry
+from skillward.gateway._sessions import Sessions
+from skillward.host.skillhost import SkillHost
 from skillward.trust._store import FileApprovalStore
 from skillward.trust.approvals import (
     ApprovalRecord,
@@ -290,6 +292,31 @@ async def test_a_revocation_the_store_could_not_write_outlives_a_session_approva
     # v1 served again: the revocation held in this process still counts.
     assert await approvals.decide(make_request(make_entry(V1))) is Decision.DENY
     assert len(prompter.asked) == 3
+
+
+@pytest.mark.anyio
+@pytest.mark.threat("T9")
+@pytest.mark.threat("T48")
+async def test_a_revocation_the_store_could_not_write_holds_in_every_gateway_session(
+    tmp_path: Path,
+) -> None:
+    limits = Limits(store_lock_timeout=0.2)
+    store = FileApprovalStore(tmp_path / "approvals.json", keys=MemoryKeys(), limits=limits)
+    v1 = make_request(make_entry(V1))
+    remembering = ApprovalBook(Scripted([yes(Scope.REMEMBER)]), store=store)
+    assert await remembering.decide(v1) is Decision.APPROVE
+    async with SkillHost() as host:
+        sessions = Sessions(host, store=store)
+        one, other = await sessions.get("one", None), await sessions.get("other", None)
+        assert isinstance(await other.book.verdict(v1), Approved)
+        # One client's session saw v1 change while another process held the store.
+        with filelock.FileLock(store.lock_path):
+            await one.book.revoke(v1.record.key, reason="the skill changed")
+        stored = store.get(v1.record.key)
+        assert stored is not None
+        assert stored.revoked is None  # the store could not record it
+        # The other client's session does not approve v1 on the stale record.
+        assert not isinstance(await other.book.verdict(v1), Approved)
 
 
 @pytest.mark.anyio

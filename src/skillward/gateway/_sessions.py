@@ -10,6 +10,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from skillward.core.origins import SkillKey
 from skillward.gateway._approval import Prepared
 from skillward.host.skillhost import SkillHost
 from skillward.trust.approvals import ApprovalRules, ApprovalStorage
@@ -53,6 +54,8 @@ class Sessions:
         self._notify = notify or (lambda text: logger.warning("%s", text))
         self._limit = limit
         self._sessions: OrderedDict[str, ClientSession] = OrderedDict()
+        # Revocations the store could not record, held for every session's book alike.
+        self._unrecorded: dict[SkillKey, str] = {}
 
     async def get(self, key: str, client: str | None) -> ClientSession:
         """The session ``key`` names, made on first use."""
@@ -72,6 +75,7 @@ class Sessions:
             audit=self._root.audit,
             rules=self._rules,
             notify=self._notify,
+            unrecorded=self._unrecorded,
         )
         host = self._root.session(approver=book)
         session = ClientSession(key, host, book, prepared, client)

@@ -154,6 +154,7 @@ class ApprovalBook:
         notify: Callable[[str], None] | None = None,
         audit: AuditTrail | None = None,
         rules: ApprovalRules | None = None,
+        unrecorded: dict[SkillKey, str] | None = None,
     ) -> None:
         self.prompter = prompter
         self.store = store
@@ -165,8 +166,10 @@ class ApprovalBook:
         self._said: set[str] = set()
         self._session: dict[SkillKey, ApprovalRecord] = {}
         self._local: set[SkillKey] = set()
-        # Revoked in this process, whether or not the store could be written.
-        self._revoked: dict[SkillKey, str] = {}
+        # Revoked in this process, whether or not the store could be written; shared by
+        # every book over the same store when given (``unrecorded``: the gateway's client
+        # sessions), so that a revocation the store could not record holds in them all.
+        self._revoked: dict[SkillKey, str] = {} if unrecorded is None else unrecorded
         self._asking = _Asking()
 
     # --- Approver and Granting ---------------------------------------------------------
