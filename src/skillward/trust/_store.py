@@ -343,13 +343,15 @@ class FileApprovalStore:
 
     def _current(self) -> _Loaded:
         """The trusted records (none when the keyring is unusable), re-read on change."""
-        if self._stat() is None:
+        now = self._stat()
+        if now is None:
             return _Loaded(None, 0)  # no store: nothing to verify, the keyring is not asked
         if self.unavailable() is not None:
             return _Loaded(None, 0)
         with self._mutex:
             cached = self._cache
-            if cached is not None and cached.signature == self._stat():
+            # One stat a lookup: a change after it is caught by the next lookup either way.
+            if cached is not None and cached.signature == now:
                 return cached
             try:
                 with self._lock():
