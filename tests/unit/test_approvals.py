@@ -405,6 +405,17 @@ async def test_granting_remember_without_a_keyring_raises_instead_of_narrowing(
 
 
 @pytest.mark.anyio
+async def test_granting_remember_where_the_server_is_unidentified_raises_instead_of_narrowing(
+    tmp_path: Path,
+) -> None:
+    approvals = book(Scripted(), tmp_path)
+    unidentified = make_request(make_entry(V1), identity=None)
+    with pytest.raises(RememberUnavailable, match="not remembered: the host did not say"):
+        await approvals.grant(unidentified, yes(Scope.REMEMBER))
+    assert not (tmp_path / "approvals.json").exists()
+
+
+@pytest.mark.anyio
 async def test_skills_waiting_at_the_same_time_are_asked_in_one_grouped_prompt(
     tmp_path: Path,
 ) -> None:

@@ -134,15 +134,8 @@ async def _approve_now(
     book: ApprovalBook, request: ActivationRequest, scope: Scope, grants: Grants
 ) -> tuple[Answer, Scope]:
     """``approve --yes``: the answer, and the scope it was recorded for."""
-    from skillward.trust.approvals import Answer, Decision, Scope
+    from skillward.trust.approvals import Answer, Decision
 
-    book.check_scope(scope, request.key)
-    if scope is Scope.REMEMBER:
-        why = await book.remember_unavailable(request)
-        if why is not None:
-            raise RememberUnavailable(
-                f"not remembered: {why}", server=request.key.origin, uri=request.key.locator
-            )
     answer = Answer(Decision.APPROVE, scope, grants)
     return answer, await book.grant(request, answer)
 

@@ -430,6 +430,12 @@ class ApprovalBook:
         scope = answer.scope
         if strict:
             self.check_scope(scope, request.key)
+            if scope is Scope.REMEMBER:  # never narrowed quietly: a grant says why not
+                why = await self.remember_unavailable(request)
+                if why is not None:
+                    raise RememberUnavailable(
+                        f"not remembered: {why}", server=request.key.origin, uri=request.key.locator
+                    )
         elif not self.rules.allows(scope):
             scope = self.rules.max_scope
             self.say(f"{describe_scope(scope)} only: {self.rules.scope_reason}")
