@@ -18,7 +18,7 @@ from skillward.gateway._approval import (
     answer_for,
     approval_message,
 )
-from skillward.gateway._asking import asks_forms
+from skillward.gateway._asking import _difference, asks_forms
 from skillward.trust.approvals import ActivationRequest, Decision, Question, Scope, content_hash
 from tests.support.approvals import make_entry, make_request
 
@@ -142,3 +142,16 @@ def test_only_a_client_that_declares_form_elicitation_is_asked(
     )
     assert asks_forms(capabilities) is asks
     assert asks_forms(None) is False
+
+
+@pytest.mark.threat("T50")
+def test_the_pages_difference_is_of_bounded_input_whatever_the_server_wrote() -> None:
+    # Both sides are the server's: difflib's cost grows faster than their length, so only
+    # the first lines of each are compared, and the page says so.
+    before = "\n".join(f"a{i}" for i in range(10_000))
+    now = "\n".join(f"a{i}" for i in reversed(range(10_000)))
+    diff = _difference(before, now)
+    assert diff.endswith("(The difference covers the first 2000 lines.)")
+    assert "a1999" in diff
+    assert "a8000" in diff
+    assert "a5000" not in diff  # in neither side's first 2000 lines

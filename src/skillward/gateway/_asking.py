@@ -73,13 +73,15 @@ class Question:
 
 #: An answer obtained (action, content), or the round trip that will bring one.
 Asked = tuple[str, Mapping[str, Any] | None] | types.InputRequiredResult
-#: How much of the difference since the last approval a page shows.
+#: How much of the difference since the last approval a page shows, and of how many lines.
 _MAX_DIFF = 200_000
+_MAX_DIFF_LINES = 2000
 
 
-async def changes(host: SkillHost, record: SkillRecord, verdict: Verdict) -> str | None:
-    """What changed since the last approval: the summary, and the difference in SKILL.md
-    when the disk cache still holds the SKILL.md approved (verified against its digest)."""
+async def changes(host: SkillHost, record: SkillRecord, verdict: Verdict, now: str) -> str | None:
+    """What changed since the last approval: the summary, and the difference between the
+    SKILL.md approved (when the disk cache still holds it, verified against its digest)
+    and ``now``, the verified SKILL.md the page shows."""
     if not isinstance(verdict, Changed):
         return None
     summary = verdict.change.summary()
@@ -101,17 +103,26 @@ async def changes(host: SkillHost, record: SkillRecord, verdict: Verdict) -> str
     before = await anyio.to_thread.run_sync(host.cache.get, key)
     if before is None or sha256_digest(before) != binding.digest:
         return summary + "\n\n(The SKILL.md approved before is not in the disk cache.)"
-    now = await host.view_skill_md(record)
+    diff = await anyio.to_thread.run_sync(_difference, before.decode("utf-8", "replace"), now)
+    return f"{summary}\n\n{diff}"
+
+
+def _difference(before: str, now: str) -> str:
+    """The unified difference of the first lines of each (both written by the server, and
+    difflib's cost grows faster than their length), bounded; off the event loop."""
+    old, new = before.splitlines(), now.splitlines()
     diff = "\n".join(
         difflib.unified_diff(
-            before.decode("utf-8", "replace").splitlines(),
-            now.splitlines(),
+            old[:_MAX_DIFF_LINES],
+            new[:_MAX_DIFF_LINES],
             "SKILL.md as approved",
             "SKILL.md now",
             lineterm="",
         )
-    )
-    return f"{summary}\n\n{diff[:_MAX_DIFF]}"
+    )[:_MAX_DIFF]
+    if max(len(old), len(new)) > _MAX_DIFF_LINES:
+        diff += f"\n(The difference covers the first {_MAX_DIFF_LINES} lines.)"
+    return diff
 
 
 def asks_urls(capabilities: types.ClientCapabilities | None) -> bool:
@@ -182,11 +193,12 @@ class Asker:
                 raise NotAnswered("the person declined")
             return await self._decision(pages, page)
         host = question.session.host
+        skill_md = await host.view_skill_md(question.record)  # fetched and verified once
         page = pages.open(
             title=f"Load the skill {question.qualified}?",
             message=question.message,
-            skill_md=await host.view_skill_md(question.record),
-            changes=await changes(host, question.record, verdict),
+            skill_md=skill_md,
+            changes=await changes(host, question.record, verdict, skill_md),
         )
         asking = f"Review the skill {question.qualified} and decide on the page.\n" + (
             question.message
