@@ -172,6 +172,26 @@ async def test_the_models_arguments_carry_no_consent(served: Served, mode: str) 
     assert DEPLOY_BODY_LINE not in text(result)
 
 
+@pytest.mark.threat("T46")
+@pytest.mark.parametrize("mode", MODES)
+async def test_consent_in_the_models_arguments_counts_for_nothing_when_the_person_declines(
+    served: Served, mode: str
+) -> None:
+    asker = Asker([("decline", None)])
+    with anyio.fail_after(WAIT):
+        async with (
+            gateway_over([served.spec]) as gateway,
+            client_of(gateway, mode, asker) as client,
+        ):
+            result = await client.call_tool(
+                "read_skill", {"ref": "deploy", "decision": "remember", "approved": True}
+            )
+    assert len(asker.messages) == 1  # the person was asked, and only they decide
+    assert result.is_error
+    assert meta(result)["error"] == "ApprovalDenied"
+    assert DEPLOY_BODY_LINE not in text(result)
+
+
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_policy_denied_skill_is_never_offered_to_the_person(
     served: Served, mode: str

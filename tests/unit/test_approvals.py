@@ -307,7 +307,7 @@ async def test_a_revocation_the_store_could_not_write_holds_in_every_gateway_ses
     assert await remembering.decide(v1) is Decision.APPROVE
     async with SkillHost() as host:
         sessions = Sessions(host, store=store)
-        one, other = await sessions.get("one", None), await sessions.get("other", None)
+        one, other = await sessions.get("one"), await sessions.get("other")
         assert isinstance(await other.book.verdict(v1), Approved)
         # One client's session saw v1 change while another process held the store.
         with filelock.FileLock(store.lock_path):

@@ -32,8 +32,6 @@ class ClientSession:
     host: SkillHost
     book: ApprovalBook
     prepared: Prepared
-    #: The client's self-reported name (clientInfo.name): unverified.
-    client: str | None = None
 
 
 class Sessions:
@@ -57,17 +55,12 @@ class Sessions:
         # Revocations the store could not record, held for every session's book alike.
         self._unrecorded: dict[SkillKey, str] = {}
 
-    async def get(self, key: str, client: str | None) -> ClientSession:
+    async def get(self, key: str) -> ClientSession:
         """The session ``key`` names, made on first use."""
         session = self._sessions.get(key)
         if session is not None:
             self._sessions.move_to_end(key)
-            if client and session.client is None:
-                session.client = client
             return session
-        while len(self._sessions) >= self._limit:
-            _, oldest = self._sessions.popitem(last=False)
-            await oldest.host.aclose()  # its window only; the connections stay
         prepared = Prepared()
         book = ApprovalBook(
             prepared,
@@ -78,8 +71,12 @@ class Sessions:
             unrecorded=self._unrecorded,
         )
         host = self._root.session(approver=book)
-        session = ClientSession(key, host, book, prepared, client)
+        session = ClientSession(key, host, book, prepared)
+        # In place before anything is awaited: a second first request finds this one.
         self._sessions[key] = session
+        while len(self._sessions) > self._limit:
+            _, oldest = self._sessions.popitem(last=False)
+            await oldest.host.aclose()  # its window only; the connections stay
         return session
 
     def __len__(self) -> int:

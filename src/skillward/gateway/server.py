@@ -221,12 +221,12 @@ class Gateway:
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         client = _client_name(ctx)
-        session = await self.sessions.get(self._key(ctx), client)
+        session = await self.sessions.get(self._key(ctx))
         with as_client(client):
             try:
                 return await self._tool(ctx, session, params)
             except SkillwardError as error:
-                return host_error(error)
+                return self._unexpected(session, error)
             except Exception:
                 logger.exception("the gateway failed on %s", params.name)
                 return host_error(UsageError("the skillward gateway failed on this call"))
@@ -268,6 +268,17 @@ class Gateway:
             raise refuse
         return record
 
+    @staticmethod
+    def _unexpected(session: ClientSession, error: SkillwardError) -> types.CallToolResult:
+        """An error no path tagged: one naming a server may quote it, so it is tagged with
+        that origin (or reduced to its type); the gateway's own carry only its words."""
+        if error.server is None:
+            return host_error(error)
+        origin = next((o for o in session.host.registry.origins() if o.label == error.server), None)
+        if origin is None:
+            return host_error(UsageError(f"the request failed ({type(error).__name__})"))
+        return result(error_block(error, origin=origin))
+
     def _origin_error(self, error: SkillwardError, record: SkillRecord) -> types.CallToolResult:
         return result(error_block(error, origin=record.origin))
 
@@ -299,15 +310,12 @@ class Gateway:
         pages = self.pages if self.pages is not None and self.pages.ready else None
         on_page = pages is not None and asks_urls(capabilities)
         if not on_page and not asks_forms(capabilities):
-            host.audit.record(
-                "denial",
-                "denied",
-                reason="the client cannot ask the person (it declares no elicitation)",
-                label=record.origin.label,
-                identity=request.identity,
-                skill_uri=record.key.locator,
-                content_hash=digest,
-                gate="activation",
+            _audit_denial(
+                session,
+                record,
+                request.identity,
+                digest,
+                "the client cannot ask the person (it declares no elicitation)",
             )
             return self._origin_error(
                 ApprovalRequired(
@@ -337,10 +345,11 @@ class Gateway:
         action, content = asked
         answer = answer_for(action, content)
         if answer is None:
-            why = "the person declined" if action != "accept" else "the person chose deny"
-            if action == "accept" and not (
-                isinstance(content, Mapping) and content.get("decision") == "deny"
-            ):
+            if action != "accept":
+                why = "the person declined"
+            elif isinstance(content, Mapping) and content.get("decision") == "deny":
+                why = "the person chose deny"
+            else:
                 why = "the answer was not one of the choices"
             return self._refused(session, record, request.identity, digest, why)
         session.prepared.give(record.key, digest, answer)
@@ -357,16 +366,7 @@ class Gateway:
         digest: str | None,
         why: str,
     ) -> types.CallToolResult:
-        session.host.audit.record(
-            "denial",
-            "denied",
-            reason=f"not approved through the client: {why}",
-            label=record.origin.label,
-            identity=identity,
-            skill_uri=record.key.locator,
-            content_hash=digest,
-            gate="activation",
-        )
+        _audit_denial(session, record, identity, digest, f"not approved through the client: {why}")
         qualified = session.host.registry.qualified_ref(record)
         return self._origin_error(
             ApprovalDenied(
@@ -450,6 +450,25 @@ class Gateway:
             return self._origin_error(unlisted, record)
         block = await session.host.read_resource_block(record.origin.label, uri)
         return result(block, meta)
+
+
+def _audit_denial(
+    session: ClientSession,
+    record: SkillRecord,
+    identity: str | None,
+    digest: str | None,
+    reason: str,
+) -> None:
+    session.host.audit.record(
+        "denial",
+        "denied",
+        reason=reason,
+        label=record.origin.label,
+        identity=identity,
+        skill_uri=record.key.locator,
+        content_hash=digest,
+        gate="activation",
+    )
 
 
 async def serve_stdio(server: Server[Any]) -> None:
