@@ -25,9 +25,8 @@ from skillward.core.errors import (
     IntegrityError,
     ServerRejected,
 )
-from skillward.core.frontmatter import check_frontmatter, parse_skill_md
 from skillward.core.origins import Origin
-from skillward.core.verify import verify_file, verify_skill_md
+from skillward.core.verify import check_skill_md, verify_file, verify_skill_md
 from skillward.core.wire import SkillEntry
 from skillward.edge._paging import Budget
 
@@ -101,8 +100,7 @@ async def _read_file(audit: Audit, entry: SkillEntry, uri: str) -> bool:
 
 def _skill_md(audit: Audit, entry: SkillEntry, data: bytes) -> None:
     try:
-        document = parse_skill_md(data, limits=audit.limits)
-        check_frontmatter(document.frontmatter, entry.frontmatter.as_dict())
+        document = check_skill_md(entry, data, limits=audit.limits)
     except FrontmatterMismatch as error:
         audit.add(error.rule or "SW-FM-010", error.message, skill=entry.uri)
         return

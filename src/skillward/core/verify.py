@@ -16,12 +16,18 @@ from dataclasses import dataclass
 
 from skillward.core.config import Limits
 from skillward.core.errors import DigestMismatch, SizeMismatch, UnlistedResource
-from skillward.core.frontmatter import JsonValue, check_frontmatter, parse_skill_md
+from skillward.core.frontmatter import (
+    JsonValue,
+    SkillDocument,
+    check_frontmatter,
+    parse_skill_md,
+)
 from skillward.core.wire import ResourceItem, SkillEntry
 
 __all__ = [
     "VerifiedFile",
     "VerifiedSkill",
+    "check_skill_md",
     "manifest_item",
     "sha256_digest",
     "verify_file",
@@ -117,8 +123,18 @@ def verify_skill_md(
         verified = VerifiedFile(entry.uri, data, sha256_digest(data), verified=False)
     else:
         verified = verify_file(manifest_item(entry, entry.uri, server=server), data, server=server)
-    document = parse_skill_md(verified.data, limits=limits, server=server, uri=entry.uri)
+    document = check_skill_md(entry, verified.data, server=server, limits=limits)
+    return VerifiedSkill(entry, verified, document.frontmatter, document.body)
+
+
+def check_skill_md(
+    entry: SkillEntry, data: bytes, *, server: str | None = None, limits: Limits | None = None
+) -> SkillDocument:
+    """SKILL.md's bytes (already held to the entry) parsed as a host parses them, and
+    its frontmatter held to the entry's: the document, or FrontmatterError. The one check
+    both the host and ``skillward check`` apply."""
+    document = parse_skill_md(data, limits=limits or Limits(), server=server, uri=entry.uri)
     check_frontmatter(
         document.frontmatter, entry.frontmatter.as_dict(), server=server, uri=entry.uri
     )
-    return VerifiedSkill(entry, verified, document.frontmatter, document.body)
+    return document
