@@ -65,10 +65,25 @@ def page_violations(data: object, *, modern: bool) -> list[Violation]:
         found.append(
             Violation(LIST_CURSOR, f"nextCursor must be a string, not {json_kind(cursor)}")
         )
-    elif isinstance(cursor, str) and len(cursor) > MAX_CURSOR:
-        found.append(Violation(LIST_CURSOR, f"nextCursor is longer than {MAX_CURSOR} characters"))
+    elif isinstance(cursor, str) and (too_long := cursor_problem(cursor)) is not None:
+        found.append(Violation(LIST_CURSOR, too_long))
     found += _cache_violations(data, LIST_CACHE, "skills/list", modern=modern)
     return found
+
+
+def get_echo_problem(answered: str, asked: str) -> str | None:
+    """What is wrong with a ``skills/get`` answer for ``answered`` when ``asked`` was
+    asked for (SW-GET-002), or None: the host refuses it, and check reports it."""
+    if answered == asked:
+        return None
+    return f"skills/get answered for a different skill, {answered[:300]!r}"
+
+
+def cursor_problem(cursor: str) -> str | None:
+    """What is wrong with a ``nextCursor`` string (SW-LIST-003, SW-DIR-003), or None."""
+    if len(cursor) > MAX_CURSOR:
+        return f"nextCursor is longer than {MAX_CURSOR} characters"
+    return None
 
 
 def _cache_violations(
@@ -121,13 +136,10 @@ def get_violations(
         return [Violation(ENTRY_URI, f"the result must be an object, not {json_kind(data)}")]
     skill = data.get("skill", ABSENT)
     found = entry_violations(skill, limits=limits)
-    if isinstance(skill, Mapping) and isinstance(skill.get("uri"), str) and skill["uri"] != uri:
-        found.append(
-            Violation(
-                GET_ECHO,
-                f"skills/get answered for a different skill, {skill['uri'][:300]!r}",
-            )
-        )
+    if isinstance(skill, Mapping) and isinstance(skill.get("uri"), str):
+        echo = get_echo_problem(skill["uri"], uri)
+        if echo is not None:
+            found.append(Violation(GET_ECHO, echo))
     if data.get("nextCursor") is not None:
         found.append(Violation(GET_CURSOR, "skills/get result carries a nextCursor", refused=False))
     found += _cache_violations(data, GET_CACHE, "skills/get", modern=modern)

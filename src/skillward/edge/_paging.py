@@ -16,7 +16,8 @@ import anyio
 import anyio.lowlevel
 from pydantic import ValidationError
 
-from skillward.core._fields import json_size
+from skillward.core._fields import DIR_SHAPE, LIST_CURSOR, json_size
+from skillward.core._results import cursor_problem
 from skillward.core.config import Limits
 from skillward.core.errors import (
     InvalidEntry,
@@ -40,14 +41,10 @@ __all__ = [
     "walk_listing",
 ]
 
-MAX_CURSOR = 4096
-
 # The rules of docs/check.md the client edge enforces (see skillward.core.rules).
 WIRE_CAPS = "SW-WIRE-001"
 LIST_PAGINATION = "SW-LIST-002"
-LIST_CURSOR = "SW-LIST-003"
 LIST_BOUNDS = "SW-LIST-009"
-DIR_SHAPE = "SW-DIR-003"
 DIR_PAGINATION = "SW-DIR-008"
 
 
@@ -113,11 +110,9 @@ def check_page(raw: dict[str, Any], spent: Budget, limits: Limits) -> None:
 
 def check_cursor(page: SkillsPage) -> SkillsPage:
     """``page``, unless its ``nextCursor`` is longer than a cursor may be."""
-    next_cursor = page.next_cursor
-    if next_cursor is not None and len(next_cursor) > MAX_CURSOR:
-        raise InvalidResponse(
-            f"nextCursor is longer than {MAX_CURSOR} characters", rule=LIST_CURSOR
-        )
+    too_long = None if page.next_cursor is None else cursor_problem(page.next_cursor)
+    if too_long is not None:
+        raise InvalidResponse(too_long, rule=LIST_CURSOR)
     return page
 
 
@@ -228,8 +223,11 @@ async def walk_directory(
         cursor = page.next_cursor or None
         if cursor is None:
             return tuple(children)
-        if cursor in seen or len(cursor) > MAX_CURSOR:
+        if cursor in seen:
             raise ListingRunaway("the directory listing repeated a cursor", rule=DIR_PAGINATION)
+        too_long = cursor_problem(cursor)
+        if too_long is not None:
+            raise ListingRunaway(f"the directory listing's {too_long}", rule=DIR_PAGINATION)
         seen.add(cursor)
     raise ListingRunaway(
         f"the directory listing did not end within {limits.max_list_pages} pages",

@@ -38,8 +38,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from skillward._version import __version__
-from skillward.core._fields import EXTENSION_ID
-from skillward.core._results import get_rule, read_capability
+from skillward.core._fields import EXTENSION_ID, GET_ECHO
+from skillward.core._results import get_echo_problem, get_rule, read_capability
 from skillward.core.config import Limits
 from skillward.core.errors import (
     CapabilityMissing,
@@ -105,7 +105,6 @@ Reaper = _process.Reaper
 logger = logging.getLogger("skillward")
 
 # The rules of docs/check.md the client edge enforces (see skillward.core.rules).
-_GET_ECHO = "SW-GET-002"
 
 
 class _RawResult(BaseModel):
@@ -438,11 +437,9 @@ class SkillsClient:
                 raise InvalidEntry(
                     f"invalid skills/get result: {first_problem(exc)}", rule=get_rule(exc)
                 ) from None
-            if result.skill.uri != uri:
-                raise InvalidResponse(
-                    f"skills/get answered for a different skill, {result.skill.uri[:300]!r}",
-                    rule=_GET_ECHO,
-                )
+            echo = get_echo_problem(result.skill.uri, uri)
+            if echo is not None:
+                raise InvalidResponse(echo, rule=GET_ECHO)
             return result.skill
 
         entry: SkillEntry = await self._run(operation, uri=uri)
