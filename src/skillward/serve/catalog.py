@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from skillward.core._fields import DIRECTORY_MIME_TYPE, json_size, lint_frontmatter
+from skillward.core._entries import check_frontmatter_bounds, name_mismatch
+from skillward.core._fields import DIRECTORY_MIME_TYPE, lint_frontmatter
 from skillward.core.config import Limits
 from skillward.core.errors import FrontmatterError, InvalidEntry, InvalidUri, SkillTooLarge
 from skillward.core.frontmatter import parse_skill_md
+from skillward.core.rules import RuleError
 from skillward.core.uris import MAX_URI_LENGTH, SKILL_FILE, skill_root_of
 from skillward.core.verify import sha256_digest
 from skillward.edge._tree import (
@@ -250,10 +252,7 @@ class SkillCatalog:
                 raise InvalidEntry(f"invalid skill entry: uri: {exc.message}") from None
         segment = (authority + "/" + path).removesuffix("/" + SKILL_FILE).rpartition("/")[2]
         if segment != skill.name:
-            raise InvalidEntry(
-                f"invalid skill entry: the final skill-path segment {segment[:80]!r} must "
-                f"equal frontmatter.name {skill.name!r}"
-            )
+            raise InvalidEntry(f"invalid skill entry: {name_mismatch(segment, skill.name)}")
         longest = max(len(served.uri) for served in skill.files)
         if longest > MAX_URI_LENGTH:
             raise InvalidEntry(
@@ -261,19 +260,9 @@ class SkillCatalog:
                 f"most {MAX_URI_LENGTH}"
             )
         try:
-            size = json_size(
-                skill.frontmatter,
-                limit=limits.max_frontmatter_bytes,
-                max_depth=limits.max_frontmatter_depth,
-                max_nodes=limits.max_frontmatter_nodes,
-            )
-        except ValueError as exc:
-            raise InvalidEntry(f"invalid skill entry: frontmatter: {exc}") from None
-        if size > limits.max_frontmatter_bytes:
-            raise InvalidEntry(
-                f"invalid skill entry: frontmatter: larger than {limits.max_frontmatter_bytes} "
-                "bytes as JSON"
-            )
+            check_frontmatter_bounds(skill.frontmatter, limits)
+        except RuleError as exc:
+            raise InvalidEntry(f"invalid skill entry: frontmatter: {exc.message}") from None
 
     # --- queries ------------------------------------------------------------------------
 
