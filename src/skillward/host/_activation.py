@@ -96,9 +96,8 @@ class Activator:
         :meth:`lock`)."""
         self._window.check_open()  # a closed context asks nobody and fetches nothing
         self._fetcher.check_dynamic(record)
-        request = self._shared.approval_request(record)
         # Policy first: no approval overrides what an administrator forbids.
-        self._shared.check_policy(request)
+        request = self._shared.allowed_request(record)
         pin = self._shared.policy.pin_for(request)
         if pin is not None:
             # An administrator reviewed exactly this content from this server: no prompt.

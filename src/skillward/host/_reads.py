@@ -83,7 +83,7 @@ class Reads:
             raise self._unlisted(record, entry, uri)
         if activation is None:
             # What the policy refuses to load, it refuses to read from too.
-            self._shared.check_policy(self._shared.approval_request(record))
+            self._shared.allowed_request(record)
             # Not a file of an active skill: the same origin binding as read_resource.
             await self._gates.check_cross_origin(record.origin.label, uri)
         return await self._read_skill_file(record, entry, uri)

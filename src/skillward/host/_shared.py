@@ -322,16 +322,22 @@ class Shared:
     async def view_skill_md(self, record: SkillRecord) -> str:
         """SKILL.md, verified, for the person deciding on an approval (never the model).
         Raises PolicyDenied, fetching nothing, if the policy refuses the skill."""
-        self.check_policy(self.approval_request(record))
+        self.allowed_request(record)
         return await self._skill_md(record)
 
     async def _skill_md(self, record: SkillRecord) -> str:
         connection = self.connection(record.origin.label) if record.origin.is_mcp else None
         return await self.fetcher.skill_md(record, connection)
 
-    def check_policy(self, request: ActivationRequest) -> None:
-        """The policy's word on loading, reviewing or reading from ``request``'s skill:
-        a refusal is recorded, then raised."""
+    def allowed_request(self, record: SkillRecord) -> ActivationRequest:
+        """The approval request for ``record``, once the policy allows loading, reviewing
+        or reading from its skill: a refusal is recorded, then raised. Every path to a
+        skill's content comes through here first."""
+        request = self.approval_request(record)
+        self._check_policy(request)
+        return request
+
+    def _check_policy(self, request: ActivationRequest) -> None:
         try:
             self.policy.check_activation(request)
         except PolicyDenied:

@@ -343,9 +343,7 @@ class SkillHost:
         Raises PolicyDenied (and records it) if the policy refuses the skill: there is
         nothing to review then.
         """
-        request = self._shared.approval_request(await self.lookup(reference))
-        self._shared.check_policy(request)
-        return request
+        return self._shared.allowed_request(await self.lookup(reference))
 
     async def view_skill_md(self, record: SkillRecord) -> str:
         """SKILL.md, verified against the entry, for the person deciding on an approval.
