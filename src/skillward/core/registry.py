@@ -262,6 +262,10 @@ class Registry:
     def origins(self) -> list[Origin]:
         return [self._origins[label] for label in sorted(self._origins)]
 
+    def find_origin(self, label: str) -> Origin | None:
+        """The origin registered under ``label``, if any."""
+        return self._origins.get(label)
+
     def get(self, key: SkillKey) -> SkillRecord | None:
         return self._records.get(key)
 

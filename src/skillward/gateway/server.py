@@ -274,7 +274,7 @@ class Gateway:
         that origin (or reduced to its type); the gateway's own carry only its words."""
         if error.server is None:
             return host_error(error)
-        origin = next((o for o in session.host.registry.origins() if o.label == error.server), None)
+        origin = session.host.registry.find_origin(error.server)
         if origin is None:
             return host_error(UsageError(f"the request failed ({type(error).__name__})"))
         return result(error_block(error, origin=origin))

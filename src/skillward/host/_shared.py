@@ -137,7 +137,7 @@ class Shared:
         self.connections.require_open()
         label = check_label(spec.label)
         self.check_server(spec)
-        if label in self.connections or any(o.label == label for o in self.registry.origins()):
+        if label in self.connections or self.registry.find_origin(label) is not None:
             raise ConfigError(f"label {label!r} is already in use; labels are unique per host")
         connection = await self.connections.add(spec)
         try:
@@ -212,7 +212,7 @@ class Shared:
     async def forget_server(self, label: str) -> None:
         """Disconnect ``label`` and purge what the cache keeps of it."""
         check_label(label)
-        if any(o.label == label and not o.is_mcp for o in self.registry.origins()):
+        if (known := self.registry.find_origin(label)) is not None and not known.is_mcp:
             raise ConfigError(f"label {label!r} is a local skill directory, not a server")
         await self.disconnect(label)
         await anyio.to_thread.run_sync(self.cache.forget, label)
@@ -232,8 +232,8 @@ class Shared:
         """``label``'s connection, or an error saying why there is none."""
         connection = self.connections.get(label)
         if connection is None:
-            known = self.registry.origins()
-            if any(o.label == label and not o.is_mcp for o in known):
+            known = self.registry.find_origin(label)
+            if known is not None and not known.is_mcp:
                 raise UnknownServer(
                     f"{label!r} is a local skill directory, not a server", local=True
                 )

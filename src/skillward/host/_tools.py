@@ -83,7 +83,7 @@ class Tools:
         self._gates = gates
 
     def _origin(self, label: str) -> Origin | None:
-        return next((o for o in self._shared.registry.origins() if o.label == label), None)
+        return self._shared.registry.find_origin(label)
 
     def catalog(self) -> list[CatalogItem]:
         """The skills the model may load; their origins are in context from now on."""
@@ -161,9 +161,7 @@ class Tools:
         """An error block for the model. Tagged with the origin whose text it may quote;
         a host block (no origin) carries only skillward's own words."""
         if origin is None and error.server is not None:
-            origin = next(
-                (o for o in self._shared.registry.origins() if o.label == error.server), None
-            )
+            origin = self._origin(error.server)
         if origin is None and not host_words:
             # It may quote the model's arguments, or an origin this host does not know.
             error = UsageError(f"the request failed ({type(error).__name__})")
