@@ -9,8 +9,9 @@ caller is cancelled.
 from __future__ import annotations
 
 import os
+import re
 import socket
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
 import anyio
@@ -19,7 +20,15 @@ from anyio.abc import TaskStatus
 
 from skillward.core.errors import UsageError
 
-__all__ = ["LOOPBACK_ADDRESSES", "ASGIApp", "listen", "serve_asgi"]
+__all__ = [
+    "LOOPBACK_ADDRESSES",
+    "LOOPBACK_HOST",
+    "LOOPBACK_ORIGIN",
+    "ASGIApp",
+    "listen",
+    "one_loopback_host",
+    "serve_asgi",
+]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -29,6 +38,18 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 #: The addresses that keep a listener on this machine.
 LOOPBACK_ADDRESSES = frozenset({"127.0.0.1", "localhost", "::1"})
+_LOOPBACK = r"(?:127\.0\.0\.1|localhost|\[::1\])(?::[0-9]{1,5})?"
+#: A ``Host`` header, and an ``Origin``, that name this machine's loopback.
+LOOPBACK_HOST = re.compile(_LOOPBACK, re.ASCII | re.IGNORECASE)
+LOOPBACK_ORIGIN = re.compile(rf"https?://{_LOOPBACK}", re.ASCII | re.IGNORECASE)
+
+
+def one_loopback_host(hosts: Sequence[bytes]) -> bool:
+    """Whether a request's ``Host`` headers are exactly one, naming loopback (a page
+    reached through a name that resolves here, DNS rebinding, names something else)."""
+    return len(hosts) == 1 and LOOPBACK_HOST.fullmatch(hosts[0].decode("latin-1")) is not None
+
+
 #: Seconds uvicorn gets to start listening.
 _START_TIMEOUT = 30.0
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import hmac
 import logging
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -23,11 +22,13 @@ from skillward.core.config import Limits
 from skillward.core.errors import UsageError
 from skillward.edge._listen import (
     LOOPBACK_ADDRESSES,
+    LOOPBACK_ORIGIN,
     ASGIApp,
     Receive,
     Scope,
     Send,
     listen,
+    one_loopback_host,
     serve_asgi,
 )
 
@@ -36,9 +37,6 @@ __all__ = ["ASGIApp", "guard", "serve_http"]
 logger = logging.getLogger(__name__)
 
 
-_LOOPBACK = r"(?:127\.0\.0\.1|localhost|\[::1\])(?::[0-9]{1,5})?"
-_LOOPBACK_HOST = re.compile(_LOOPBACK, re.ASCII | re.IGNORECASE)
-_LOOPBACK_ORIGIN = re.compile(rf"https?://{_LOOPBACK}", re.ASCII | re.IGNORECASE)
 #: The SDK's own Host and Origin check, kept on behind the guard, allowing what it allows.
 _SDK_SECURITY = TransportSecuritySettings(
     enable_dns_rebinding_protection=True,
@@ -85,9 +83,9 @@ def guard(app: ASGIApp, *, token: str, max_body: int) -> ASGIApp:
                 origins.append(value)
             elif name == b"authorization":
                 authorizations.append(value)
-        if len(hosts) != 1 or not _LOOPBACK_HOST.fullmatch(hosts[0].decode("latin-1")):
+        if not one_loopback_host(hosts):
             await _refuse(send, 421, "the Host header must name this machine's loopback")
-        elif not all(_LOOPBACK_ORIGIN.fullmatch(o.decode("latin-1")) for o in origins):
+        elif not all(LOOPBACK_ORIGIN.fullmatch(o.decode("latin-1")) for o in origins):
             await _refuse(send, 403, "requests from web pages other than loopback are refused")
         elif len(authorizations) != 1 or not _bearer_matches(authorizations[0], expected):
             await _refuse(

@@ -25,9 +25,16 @@ from dataclasses import dataclass, field
 import anyio
 
 from skillward.core.errors import printable
-from skillward.edge._listen import ASGIApp, Receive, Scope, Send, listen, serve_asgi
+from skillward.edge._listen import (
+    ASGIApp,
+    Receive,
+    Scope,
+    Send,
+    listen,
+    one_loopback_host,
+    serve_asgi,
+)
 from skillward.gateway._approval import CHOICES
-from skillward.gateway._http import _LOOPBACK_HOST
 
 __all__ = ["MAX_PAGES", "ApprovalPages", "Page"]
 
@@ -179,7 +186,7 @@ class ApprovalPages:
             return
         hosts = [v for k, v in scope.get("headers", ()) if k == b"host"]
         origins = [v for k, v in scope.get("headers", ()) if k == b"origin"]
-        if len(hosts) != 1 or not _LOOPBACK_HOST.fullmatch(hosts[0].decode("latin-1")):
+        if not one_loopback_host(hosts):
             await _answer(send, 421, b"the Host header must name this machine's loopback")
             return
         if any(origin != self._origin for origin in origins):
