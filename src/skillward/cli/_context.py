@@ -106,13 +106,18 @@ def audit_trail() -> AuditTrail:
     return AuditTrail(audit_file())
 
 
-def policy_in_force(terminal: Terminal, args: argparse.Namespace | None = None) -> EffectivePolicy:
+def policy_in_force(
+    terminal: Terminal, args: argparse.Namespace | None = None, *, headless: bool | None = None
+) -> EffectivePolicy:
     """The policy in force for this command. With no one to ask, "prompt" is deny: no
-    terminal, unless the command itself is the person's answer (``approve --yes``)."""
+    terminal, unless the command itself is the person's answer (``approve --yes``), or
+    unless the command says who asks (``headless``: the gateway asks through the host)."""
     from skillward.trust._policyload import load_policy
 
-    answered = args is not None and bool(getattr(args, "yes", False))
+    if headless is None:
+        answered = args is not None and bool(getattr(args, "yes", False))
+        headless = not sys.stdin.isatty() and not answered
     return load_policy(
-        headless=not sys.stdin.isatty() and not answered,
+        headless=headless,
         report=lambda text: terminal.note(f"policy: {text}"),
     )

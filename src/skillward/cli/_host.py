@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,6 +51,7 @@ from skillward.trust.approvals import (
     ActivationRequest,
     Answer,
     ApproveOnce,
+    Approver,
     Decision,
     Grants,
 )
@@ -65,10 +66,11 @@ __all__ = [
     "CommandLineApprover",
     "Connected",
     "Failures",
-    "connect_all",
+    "ServerLogs",
     "content_cache",
     "limits",
     "local_dirs",
+    "opened_host",
     "origin_summaries",
     "run",
     "server_specs",
@@ -205,7 +207,7 @@ _TAIL_BYTES = 16 * 1024
 
 
 @dataclass
-class _ServerLogs:
+class ServerLogs:
     """The stderr logs of this run's stdio servers; a tail is shown when a server fails."""
 
     terminal: Terminal
@@ -247,7 +249,7 @@ def run(args: argparse.Namespace, terminal: Terminal, body: HostRun) -> int:
     When a stdio server stopped answering, the last lines of its stderr log follow the
     error; ``--debug`` shows every stdio server's log.
     """
-    logs = _ServerLogs(terminal, server_log_dir())
+    logs = ServerLogs(terminal, server_log_dir())
     try:
         return anyio.run(_with_host, args, terminal, logs, body)
     except SkillwardError as error:
@@ -263,22 +265,15 @@ def run(args: argparse.Namespace, terminal: Terminal, body: HostRun) -> int:
 
 
 async def _with_host(
-    args: argparse.Namespace, terminal: Terminal, logs: _ServerLogs, body: HostRun
+    args: argparse.Namespace, terminal: Terminal, logs: ServerLogs, body: HostRun
 ) -> int:
     audit = audit_trail()
     policy = policy_in_force(terminal, args)
     approver = CommandLineApprover(terminal, getattr(args, "approve_once", False), audit, policy)
-    config = HostConfig(limits=limits(args), local_dirs=local_dirs(args))
-    # The host applies the policy's limits to both, and drops a cache the policy turns off.
-    cache = content_cache(args, config.limits)
-    specs = server_specs(args, terminal)
-    logs.watch(specs)
-    async with SkillHost(
-        config=config, approver=approver, cache=cache, audit=audit, policy=policy
-    ) as host:
-        for note in host.notes:
-            terminal.note(note)
-        failed = await _connect(host, specs, terminal, logs)
+    async with opened_host(args, terminal, logs, policy=policy, audit=audit, approver=approver) as (
+        host,
+        failed,
+    ):
         status = max((error.exit_code for _, error in failed.values()), default=EXIT_OK)
         try:
             result = await body(args, Connected(host, approver, terminal, failed))
@@ -292,7 +287,7 @@ async def _with_host(
 
 
 async def _connect(
-    host: SkillHost, specs: Sequence[ServerSpec], terminal: Terminal, logs: _ServerLogs
+    host: SkillHost, specs: Sequence[ServerSpec], terminal: Terminal, logs: ServerLogs
 ) -> Failures:
     """Connect each server; one that fails is reported and kept, and the rest go on."""
     failed: Failures = {}
@@ -307,13 +302,29 @@ async def _connect(
     return failed
 
 
-async def connect_all(
-    host: SkillHost, specs: Sequence[ServerSpec], terminal: Terminal, log_dir: Path
-) -> Failures:
-    """Connect each server, as every command does; the failures are reported and kept."""
-    logs = _ServerLogs(terminal, log_dir)
+@contextlib.asynccontextmanager
+async def opened_host(
+    args: argparse.Namespace,
+    terminal: Terminal,
+    logs: ServerLogs,
+    *,
+    policy: EffectivePolicy,
+    audit: AuditTrail,
+    approver: Approver | None = None,
+) -> AsyncIterator[tuple[SkillHost, Failures]]:
+    """A host over the servers and local skills the command was given, as every command
+    builds it, with each server connected (the failures reported and kept)."""
+    config = HostConfig(limits=limits(args), local_dirs=local_dirs(args))
+    # The host applies the policy's limits to both, and drops a cache the policy turns off.
+    cache = content_cache(args, config.limits)
+    specs = server_specs(args, terminal)
     logs.watch(specs)
-    return await _connect(host, specs, terminal, logs)
+    async with SkillHost(
+        config=config, approver=approver, cache=cache, audit=audit, policy=policy
+    ) as host:
+        for note in host.notes:
+            terminal.note(note)
+        yield host, await _connect(host, specs, terminal, logs)
 
 
 def _failed_servers_named(reference: str | None, failed: Collection[str]) -> list[str]:

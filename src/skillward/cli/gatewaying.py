@@ -119,25 +119,17 @@ async def _serve(args: argparse.Namespace, terminal: Terminal) -> None:
     import anyio
 
     from skillward._version import __version__
-    from skillward.cli._context import audit_trail, store
-    from skillward.cli._host import connect_all, content_cache, local_dirs, server_specs
-    from skillward.cli._host import limits as limits_of
+    from skillward.cli._context import audit_trail, policy_in_force, store
+    from skillward.cli._host import ServerLogs, opened_host
     from skillward.edge._dirs import server_log_dir
-    from skillward.host.skillhost import HostConfig, SkillHost
-    from skillward.trust._policyload import load_policy
 
     audit = audit_trail()
     # The person is asked through the MCP client; one that cannot ask gets no content.
-    policy = load_policy(headless=False, report=lambda text: terminal.note(f"policy: {text}"))
+    policy = policy_in_force(terminal, headless=False)
     kept = store(terminal)
     token = _token(args)
-    config = HostConfig(limits=limits_of(args), local_dirs=local_dirs(args))
-    cache = content_cache(args, config.limits)
-    specs = server_specs(args, terminal)
-    async with SkillHost(config=config, cache=cache, audit=audit, policy=policy) as host:
-        for note in host.notes:
-            terminal.note(note)
-        failed = await connect_all(host, specs, terminal, server_log_dir())
+    logs = ServerLogs(terminal, server_log_dir())
+    async with opened_host(args, terminal, logs, policy=policy, audit=audit) as (host, failed):
         # Imported only now: connecting imported the SDK while the first server started
         # (as in every command); importing the gateway's server first would add the whole
         # of the SDK's import to start-up.
