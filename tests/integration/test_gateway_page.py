@@ -5,14 +5,17 @@ the person's browser with a real HTTP client, and the page server on 127.0.0.1."
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
+import urllib.parse
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import httpx2
 import mcp_types as types
 import pytest
@@ -21,8 +24,10 @@ from mcp.client.session import ClientRequestContext
 from skillward.cache._disk import DiskCache
 from skillward.gateway._page import MAX_PAGES, ApprovalPages
 from skillward.gateway.server import Gateway
+from skillward.trust._store import FileApprovalStore
 from tests.support.gated import DEPLOY_BODY_LINE, NOTES, Served, build_gated_tree, serve
 from tests.support.gateway import MODES, Browser, client_of, gateway_over, meta, text
+from tests.support.keys import MemoryKeys
 from tests.support.trees import write
 
 pytestmark = pytest.mark.anyio
@@ -213,3 +218,74 @@ async def test_pages_left_unanswered_are_bounded_and_expire() -> None:
         assert pages.get(fresh.id) is fresh
         group.cancel_scope.cancel()
     assert expired.status_code == 404
+
+
+async def _held_post(url: str, body: bytes) -> anyio.abc.SocketStream:
+    """A POST to ``url`` whose headers are sent and whose body is held: returns once the
+    page has begun to read it (uvicorn answers ``100 Continue`` at the app's first read)."""
+    parts = urllib.parse.urlsplit(url)
+    assert parts.hostname is not None
+    assert parts.port is not None
+    stream = await anyio.connect_tcp(parts.hostname, parts.port)
+    head = (
+        f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+        "Content-Type: application/x-www-form-urlencoded\r\n"
+        f"Content-Length: {len(body)}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"
+    )
+    await stream.send(head.encode("ascii"))
+    interim = b""
+    while b"\r\n\r\n" not in interim:
+        interim += await stream.receive()
+    assert interim.startswith(b"HTTP/1.1 100 ")
+    return stream
+
+
+async def _status(stream: anyio.abc.SocketStream) -> int:
+    answer = b""
+    with contextlib.suppress(anyio.EndOfStream):
+        while True:
+            answer += await stream.receive()
+    await stream.aclose()
+    return int(answer.split(b" ", 2)[1])
+
+
+@pytest.mark.threat("T46")
+@pytest.mark.parametrize("mode", MODES)
+async def test_two_decisions_arriving_together_on_one_page_record_only_the_first(
+    served: Served, mode: str, tmp_path: Path
+) -> None:
+    statuses: dict[str, int] = {}
+
+    async def race(
+        context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
+        assert isinstance(params, types.ElicitRequestURLParams)
+        async with httpx2.AsyncClient() as http:
+            page = await http.get(params.url)
+        found = re.search(r"name='nonce' value='([^']+)'", page.text)
+        assert found is not None
+        bodies = {
+            choice: urllib.parse.urlencode({"nonce": found.group(1), "decision": choice}).encode()
+            for choice in ("deny", "remember")
+        }
+        # Both past the page's checks and waiting for their bodies, then both sent at once.
+        held = {choice: await _held_post(params.url, body) for choice, body in bodies.items()}
+        for choice, stream in held.items():
+            await stream.send(bodies[choice])
+        for choice, stream in held.items():
+            statuses[choice] = await _status(stream)
+        return types.ElicitResult(action="accept")
+
+    store = FileApprovalStore(tmp_path / "approvals.json", keys=MemoryKeys())
+    with anyio.fail_after(WAIT):
+        async with (
+            paged(served, store=store) as gateway,
+            client_of(gateway, mode, race) as client,
+        ):
+            answered = await client.call_tool("read_skill", {"ref": "deploy"})
+    recorded = [choice for choice, status in statuses.items() if status == 200]
+    assert recorded == ["deny"]
+    assert statuses["remember"] in {404, 409}
+    assert answered.is_error
+    assert meta(answered)["error"] == "ApprovalDenied"
+    assert store.records() == []

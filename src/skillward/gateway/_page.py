@@ -4,10 +4,11 @@ that changed since it was approved, the difference.
 
 Any local process and any web page the person opens can reach a loopback port, so a page
 is served only at its own unguessable path (256 random bits), to a loopback ``Host``, and
-a decision counts only when posted once, before the page expires, with the page's own
-nonce, from no ``Origin`` or this server's own, and exactly one of the choices. The page
-escapes everything (HTML, and control, bidi and invisible characters) and allows no
-script, frame or outside resource.
+a decision counts only once (the first whose body is read claims the page; any other
+gets 409), before the page expires, with the page's own nonce, from no ``Origin`` or
+this server's own, and exactly one of the choices. The page escapes everything (HTML,
+and control, bidi and invisible characters) and allows no script, frame or outside
+resource.
 """
 
 from __future__ import annotations
@@ -234,9 +235,20 @@ class ApprovalPages:
             logger.info("an approval page refused a decision that is not one of its own")
             await _answer(send, 400, b"that is not a decision of this page")
             return
-        page.decision = decision[0]  # once: the page answers nothing more
+        status, text = self._claim(page, decision[0])
+        await _answer(send, status, text)
+
+    def _claim(self, page: Page, decision: str) -> tuple[int, bytes]:
+        """Record ``decision`` on ``page`` if it is still open and undecided. Synchronous,
+        so nothing runs between the check and the mark: of two posts whose bodies arrive
+        together, the first read claims the page and the other gets 409 (or 404)."""
+        if page.decision is not None:
+            return 409, b"this question was already answered"
+        if self._pages.get(page.id) is not page or page.expires < self._clock():
+            return 404, b"no such question (it expired)"
+        page.decision = decision  # once: the page answers nothing more
         page.decided.set()
-        await _answer(send, 200, b"Recorded. You can close this page.")
+        return 200, b"Recorded. You can close this page."
 
 
 async def _answer(
