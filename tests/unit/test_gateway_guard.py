@@ -3,12 +3,15 @@ much of a refused body it reads."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import anyio
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
+from mcp_types import INVALID_REQUEST
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from skillward.edge._listen import Message, Receive, Scope, Send
 from skillward.gateway._http import guard
@@ -264,3 +267,37 @@ async def test_a_body_of_exactly_the_cap_reaches_the_app() -> None:
 def test_an_empty_token_is_refused() -> None:
     with pytest.raises(ValueError, match="token"):
         guard(TinyApp(), token="", max_body=CAP)
+
+
+SESSION = ("Mcp-Session-Id", "0" * 32)
+versions = st.sampled_from([*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS]) | st.text(
+    st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=20
+)
+
+
+@pytest.mark.threat("T54")
+@given(version=versions)
+async def test_a_session_id_on_a_request_served_at_2026_is_refused_404_unread(version: str) -> None:
+    app, exchange = await run(http_scope(AUTH, ("MCP-Protocol-Version", version), SESSION))
+    if version in HANDSHAKE_PROTOCOL_VERSIONS:  # the SDK's session manager checks it
+        assert app.calls == ["http"]
+        return
+    assert app.calls == []
+    assert exchange.read == 0
+    assert exchange.status == 404
+    assert json.loads(exchange.body)["error"]["code"] == INVALID_REQUEST
+    assert b"0" * 32 not in exchange.body
+    app, exchange = await run(http_scope(AUTH, ("MCP-Protocol-Version", version)))
+    assert app.calls == ["http"]  # the same request without it: for the SDK to judge
+
+
+@pytest.mark.threat("T54")
+async def test_the_first_protocol_version_decides_the_era_as_the_sdk_routes_it() -> None:
+    modern, handshake = (
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    )
+    app, exchange = await run(http_scope(AUTH, modern, handshake, SESSION))
+    assert (app.calls, exchange.status) == ([], 404)
+    app, exchange = await run(http_scope(AUTH, handshake, modern, SESSION))
+    assert app.calls == ["http"]

@@ -3,13 +3,15 @@
 Any local process, and any web page the person opens, can reach a loopback port, so every
 request must carry the bearer token (kept in a 0600 file, never printed), come from a
 loopback ``Host`` and, when a browser sends one, a loopback ``Origin`` (DNS rebinding),
-and hold a body within ``Limits.max_gateway_request_bytes``, counted as it arrives.
+and hold a body within ``Limits.max_gateway_request_bytes``, counted as it arrives. A
+2026-07-28 request names no session: one carrying an ``Mcp-Session-Id`` is refused.
 """
 
 from __future__ import annotations
 
 import functools
 import hmac
+import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +19,8 @@ from typing import Any
 import anyio
 from mcp.server.lowlevel import Server
 from mcp.server.transport_security import RequestBodyLimitMiddleware, TransportSecuritySettings
+from mcp_types import INVALID_REQUEST
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from skillward.core.config import Limits
 from skillward.core.errors import UsageError
@@ -58,9 +62,12 @@ def guard(app: ASGIApp, *, token: str, max_body: int) -> ASGIApp:
 
     A ``Host`` that is not loopback: 421. Any ``Origin`` that is not loopback: 403 (a
     web page the person opened, DNS rebinding). No ``Authorization: Bearer TOKEN``
-    (compared in constant time): 401 with ``WWW-Authenticate: Bearer``. A body over
-    ``max_body``: 413, counted as it arrives and refused before the rest is read (the
-    SDK's ``RequestBodyLimitMiddleware``). Refusals quote nothing from the request.
+    (compared in constant time): 401 with ``WWW-Authenticate: Bearer``. An
+    ``Mcp-Session-Id`` on a request the SDK serves at 2026-07-28 (its
+    ``MCP-Protocol-Version`` is not a handshake version): 404, as the SDK answers an
+    unknown session at 2025-11-25; that era has no sessions, so no ID names one. A body
+    over ``max_body``: 413, counted as it arrives and refused before the rest is read
+    (the SDK's ``RequestBodyLimitMiddleware``). Refusals quote nothing from the request.
     Lifespan events pass; WebSockets are closed.
     """
     if not token:
@@ -75,7 +82,7 @@ def guard(app: ASGIApp, *, token: str, max_body: int) -> ASGIApp:
         if scope["type"] != "http":
             await send({"type": "websocket.close", "code": 1008})
             return
-        hosts, origins, authorizations = [], [], []
+        hosts, origins, authorizations, versions, sessions = [], [], [], [], []
         for name, value in scope.get("headers", ()):
             if name == b"host":
                 hosts.append(value)
@@ -83,6 +90,10 @@ def guard(app: ASGIApp, *, token: str, max_body: int) -> ASGIApp:
                 origins.append(value)
             elif name == b"authorization":
                 authorizations.append(value)
+            elif name == b"mcp-protocol-version":
+                versions.append(value)
+            elif name == b"mcp-session-id":
+                sessions.append(value)
         if not one_loopback_host(hosts):
             await _refuse(send, 421, "the Host header must name this machine's loopback")
         elif not all(LOOPBACK_ORIGIN.fullmatch(o.decode("latin-1")) for o in origins):
@@ -94,10 +105,23 @@ def guard(app: ASGIApp, *, token: str, max_body: int) -> ASGIApp:
                 "this gateway needs Authorization: Bearer and its token",
                 [(b"www-authenticate", b"Bearer")],
             )
+        elif sessions and _modern(versions):
+            await _refuse(
+                send,
+                404,
+                "Session not found: a 2026-07-28 request carries no Mcp-Session-Id",
+                jsonrpc=True,
+            )
         else:
             await limited(scope, receive, send)
 
     return guarded
+
+
+def _modern(versions: list[bytes]) -> bool:
+    """Whether the SDK serves the request at 2026-07-28, as its session manager routes it:
+    by the first ``MCP-Protocol-Version``, when that is not a handshake version."""
+    return bool(versions) and versions[0].decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS
 
 
 def _bearer_matches(value: bytes, expected: bytes) -> bool:
@@ -106,16 +130,28 @@ def _bearer_matches(value: bytes, expected: bytes) -> bool:
 
 
 async def _refuse(
-    send: Send, status: int, text: str, headers: list[tuple[bytes, bytes]] | None = None
+    send: Send,
+    status: int,
+    text: str,
+    headers: list[tuple[bytes, bytes]] | None = None,
+    *,
+    jsonrpc: bool = False,
 ) -> None:
+    """Answer ``status`` saying ``text``: as plain text, or (``jsonrpc``, for a refusal
+    an MCP client reads) as a JSON-RPC error with no request id."""
     logger.info("gateway refused an HTTP request (%d): %s", status, text)
-    body = f"{text}\n".encode("ascii")
+    if jsonrpc:
+        error = {"code": INVALID_REQUEST, "message": text}
+        body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode("ascii")
+        content_type = b"application/json"
+    else:
+        body, content_type = f"{text}\n".encode("ascii"), b"text/plain; charset=utf-8"
     await send(
         {
             "type": "http.response.start",
             "status": status,
             "headers": [
-                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-type", content_type),
                 (b"content-length", str(len(body)).encode("ascii")),
                 *(headers or []),
             ],

@@ -24,6 +24,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from skillward.core.context import catalog_block, error_block
 from skillward.core.errors import (
@@ -82,24 +83,31 @@ _MAX_INSTRUCTIONS = 16 * 1024
 
 
 def session_key(ctx: ServerRequestContext[Any, Any]) -> str:
-    """Which client session a request belongs to.
+    """Which client session a request belongs to; each era's keys are a namespace of
+    their own, so a key of one never names a session of the other.
 
-    Over stdio, the one client of the process. Over HTTP at 2025-11-25, the transport's
-    session (``Mcp-Session-Id``, issued and checked by the SDK's session manager). At
-    2026-07-28 over HTTP the protocol has no session: clients are told apart by the
-    name and version they report (unverified; every holder of the token is the same
-    person, so this separates that person's hosts, it does not defend one from another).
+    Over stdio, the one client of the process. Over HTTP, the era the SDK served the
+    request at decides. At 2025-11-25 (a handshake version), the transport's session:
+    its ``Mcp-Session-Id``, which the SDK's session manager issued and checked before
+    any handler ran (an unknown one is 404). At 2026-07-28 the protocol has no session
+    and that header is never read (the HTTP guard refuses a request carrying one):
+    clients are told apart by the name and version they report (unverified; every
+    holder of the token is the same person, so this separates that person's hosts, it
+    does not defend one from another).
     """
     headers = getattr(ctx.request, "headers", None)
     if headers is None:
         return "stdio"
-    sid = headers.get("mcp-session-id")
-    if isinstance(sid, str) and sid:
-        return f"http:{sid}"
+    if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
+        sid = headers.get("mcp-session-id")
+        if not isinstance(sid, str) or not sid:
+            # The SDK's stateful transport serves no call without one: fail closed.
+            raise UsageError("a 2025-11-25 request over HTTP came without its session")
+        return f"session:{sid}"
     params = ctx.session.client_params
     info = params.client_info if params is not None else None
     reported = f"{info.name}\x00{info.version}" if info is not None else ""
-    return "http-unsessioned:" + reported
+    return "client:" + reported
 
 
 def _client_name(ctx: ServerRequestContext[Any, Any]) -> str | None:
