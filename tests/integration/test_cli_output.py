@@ -138,6 +138,41 @@ def test_a_server_failing_at_connect_exits_6_with_its_real_cause(tmp_path: Path)
 
 
 @pytest.mark.threat("T11")
+@pytest.mark.threat("T44")
+@pytest.mark.parametrize(
+    ("mode", "timeout", "said"),
+    [
+        ("stall-list", "3", "did not finish within 3"),
+        ("endless", "30", "did not end within 1000 pages"),
+        ("huge-frontmatter", "30", "result is larger than"),
+    ],
+)
+def test_a_server_failing_its_listing_ends_load_with_one_clear_line_naming_it(
+    tmp_path: Path, mode: str, timeout: str, said: str
+) -> None:
+    # Its process is stopped as the command leaves, while its session may still be
+    # reading: nothing of that reaches the terminal.
+    result = run(
+        "load",
+        "refunds",
+        "--approve-once",
+        "--no-local",
+        "--no-cache",
+        "--timeout",
+        timeout,
+        "--server",
+        misbehaving("bad", mode),
+        home=tmp_path,
+    )
+    assert result.returncode == 6, result.stderr
+    (error,) = (line for line in result.stderr.splitlines() if line.startswith("skillward:"))
+    assert error.startswith("skillward: server 'bad': ")
+    assert said in error
+    for never in ("Traceback", "RuntimeError", "stopping", "\\n"):
+        assert never not in result.stderr
+
+
+@pytest.mark.threat("T11")
 def test_timeout_bounds_the_handshake_and_the_hint_names_it(tmp_path: Path) -> None:
     result = run(
         "list",

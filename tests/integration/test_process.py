@@ -8,6 +8,7 @@ must still be stopped and reaped.
 
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 import signal
@@ -15,13 +16,17 @@ import sys
 from pathlib import Path
 
 import anyio
+import mcp_types as types
 import pytest
 
 from skillward.core.config import Limits
-from skillward.core.errors import DeadlineExceeded
-from skillward.edge._process import Reaper, spawn
+from skillward.core.errors import DeadlineExceeded, SkillwardError
+from skillward.edge._process import Reaper, _quietly, spawn
+from skillward.edge._transport import Faults, stdio
 from skillward.edge.client import SkillsClient
 from skillward.edge.servers import ServerSpec, StdioTransport
+from skillward.host.skillhost import HostConfig, SkillHost
+from skillward.serve.catalog import example_skills_dir
 from tests.support.misbehaving import deaf_argv
 
 pytestmark = [pytest.mark.anyio, pytest.mark.threat("T44")]
@@ -34,6 +39,15 @@ IGNORES_SIGTERM = """
 import signal, sys, time
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 sys.stdout.write("ready\\n")
+sys.stdout.flush()
+time.sleep(600)
+"""
+
+#: Says one thing, then neither reads nor writes; SIGTERM ends it.
+SAYS_ONE_THING = """
+import sys, time
+sys.stdout.write('{"jsonrpc": "2.0", "method": "notifications/progress", '
+                 '"params": {"progressToken": 1, "progress": 1}}\\n')
 sys.stdout.flush()
 time.sleep(600)
 """
@@ -153,3 +167,70 @@ async def test_a_server_started_before_the_sdk_fails_to_load_is_stopped_and_reap
     assert result.returncode == 6
     assert b"cannot load the MCP client: ImportError: mcp is broken here" in result.stderr
     assert gone(pid)
+
+
+async def test_stopping_a_process_while_its_session_reads_it_never_fails(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    spec = stdio_spec([sys.executable, "-c", SAYS_ONE_THING])
+    assert isinstance(spec.transport, StdioTransport)
+    with anyio.fail_after(30), caplog.at_level(logging.DEBUG, logger="skillward"):
+        async with anyio.create_task_group() as tasks:
+            reaper = Reaper(tasks)
+            child = await spawn(spec, spec.transport, limits=LIMITS, reaper=reaper)
+            async with stdio(
+                spec, spec.transport, limits=LIMITS, faults=Faults(), reaper=reaper, child=child
+            ) as (incoming, _):
+                said = await incoming.receive()
+                assert not isinstance(said, Exception)
+                assert isinstance(said.message, types.JSONRPCNotification)
+                # The session's reader now waits on the pipe; the owner leaves meanwhile.
+                reaper.hurry()
+                await child.process.wait()
+    assert child.process.returncode == -signal.SIGTERM
+    assert reaper.running == set()
+    assert [r.getMessage() for r in caplog.records if r.name == "skillward"] == []
+
+
+async def test_a_failure_while_stopping_is_noted_in_the_servers_log_and_never_raised(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    transport = StdioTransport(command=sys.executable, log_dir=tmp_path)
+    spec = ServerSpec(label="s", transport=transport)
+
+    async def failing() -> None:
+        raise RuntimeError("read() called while\nanother coroutine waits")
+
+    with caplog.at_level(logging.WARNING, logger="skillward"):
+        await _quietly(failing(), spec, transport, LIMITS)
+    assert [r.getMessage() for r in caplog.records if r.name == "skillward"] == []
+    said = "stopping the server failed: RuntimeError: read() called while\\nanother coroutine waits"
+    assert (tmp_path / "s.log").read_text() == f"--- skillward: {said} ---\n"
+
+
+def misbehaving_spec(tmp_path: Path, mode: str) -> ServerSpec:
+    argv = [sys.executable, "-m", "tests.support.misbehaving", str(example_skills_dir())]
+    transport = StdioTransport(
+        command=argv[0],
+        args=(*argv[1:], "--mode", mode),
+        cwd=str(Path(__file__).resolve().parents[2]),
+        log_dir=tmp_path / "logs",
+    )
+    return ServerSpec(label="bad", transport=transport)
+
+
+@pytest.mark.threat("T11")
+@pytest.mark.parametrize("mode", ["stall-list", "endless", "huge-frontmatter"])
+async def test_leaving_the_host_after_a_listing_failed_stops_its_server_quietly(
+    tmp_path: Path, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    limits = Limits(operation_timeout=3, request_timeout=3, exit_timeout=30)
+    spec = misbehaving_spec(tmp_path, mode)
+    with anyio.fail_after(60), caplog.at_level(logging.WARNING, logger="skillward"):
+        async with SkillHost(config=HostConfig(limits=limits, local_dirs=())) as host:
+            with pytest.raises(SkillwardError) as failed:
+                await host.connect(spec)
+    assert failed.value.server == "bad"
+    assert [r.getMessage() for r in caplog.records if r.name == "skillward"] == []
+    log = (tmp_path / "logs" / "bad.log").read_text()
+    assert "Traceback" not in log

@@ -17,6 +17,8 @@ Modes:
 * ``ok``: behaves (used for a healthy second server, with ``--pid``);
 * ``plain``: an MCP server without the skills extension;
 * ``huge-read``: answers ``resources/read`` of any ``email.md`` with 32 MiB;
+* ``huge-frontmatter``: lists one skill whose frontmatter is 3 MiB, past the listing's
+  cap on one ``skills/list`` result (2 MiB) and within the transport's;
 * ``linger``: behaves, but once its stdin closes it stays (stdio only), and a SIGTERM
   only leaves a note (``FILE.term`` beside the ``--pid`` file): only SIGKILL ends it.
 
@@ -55,10 +57,13 @@ MODES = (
     "nested",
     "die-on-read",
     "huge-read",
+    "huge-frontmatter",
     "linger",
 )
 #: What ``huge-read`` answers with: past the transport's message cap (24 MiB).
 HUGE = 32 * 1024 * 1024
+#: The description ``huge-frontmatter`` lists: past a listing result's cap (2 MiB).
+HUGE_DESCRIPTION = 3 * 1024 * 1024
 
 #: Writes its pid first thing (no slow imports), then neither reads nor answers.
 _DEAF = """
@@ -128,6 +133,9 @@ def build_misbehaving_server(directory: Path, mode: str) -> Server[Any]:
         if mode == "endless" and method == "skills/list":
             pages += 1
             return {"skills": [], "nextCursor": f"page-{pages}"}
+        if mode == "huge-frontmatter" and method == "skills/list":
+            frontmatter = {"name": "huge", "description": "x" * HUGE_DESCRIPTION}
+            return {"skills": [{"uri": "skill://huge/SKILL.md", "frontmatter": frontmatter}]}
         if mode == "die-on-read" and method == "resources/read":
             os._exit(3)
         uri = ctx.params.get("uri") if ctx.params else None

@@ -68,15 +68,28 @@ def _terminal(args: argparse.Namespace) -> Terminal:
 
 
 class _EscapingFormatter(logging.Formatter):
-    """Log lines may quote servers (and the SDK's tracebacks quote their bytes): escape them."""
+    """One line a record, escaped: log lines may quote servers (and the SDK's tracebacks
+    quote their bytes). A record's traceback is shown under ``--debug`` only, each of its
+    lines escaped on a line of its own; otherwise the exception is named by its type."""
+
+    def __init__(self, *, debug: bool) -> None:
+        super().__init__("%(name)s: %(message)s")
+        self.debug = debug
 
     def format(self, record: logging.LogRecord) -> str:
-        return printable(super().format(record), limit=4000)
+        record.message = record.getMessage()
+        line = printable(self.formatMessage(record), limit=4000)
+        if not record.exc_info or record.exc_info[1] is None:
+            return line
+        if not self.debug:
+            return f"{line} ({type(record.exc_info[1]).__name__}; --debug shows more)"
+        trace = self.formatException(record.exc_info).splitlines()
+        return "\n".join([line, *(printable(part, limit=4000) for part in trace)])
 
 
 def _configure_logging(debug: bool) -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_EscapingFormatter("%(name)s: %(message)s"))
+    handler.setFormatter(_EscapingFormatter(debug=debug))
     logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
     # The SDK logs every request at INFO and server parse failures with tracebacks:
     # the command reports those itself, so the SDK speaks only under --debug.

@@ -4,7 +4,12 @@ A server's process runs in a task of a :class:`Reaper` (the host's own) from sta
 reaping, so whoever closes a session never waits for it to exit. It runs in a session
 (and process group) of its own, so signals reach what it started too; its stderr goes
 into its capped per-label log (``_serverlog``). Released, it is stopped: its stdin
-closed, then SIGTERM, then SIGKILL, and reaped.
+closed, then SIGTERM, then SIGKILL, and reaped. Stopping never raises: what goes wrong
+is noted in the server's log.
+
+Its stdout has one reader at a time: the session's (``_transport``), which takes it with
+:meth:`Child.reading`, then, once that reader has let it go, the drain that reads what
+the server still writes while it is stopped.
 
 This module imports no ``mcp``: the host starts a stdio server's process before it
 imports the client edge, so the server's start-up (its own import of the SDK, most of
@@ -18,9 +23,10 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Awaitable, Iterator
+from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TextIO
 
 import anyio
@@ -28,7 +34,7 @@ import anyio.abc
 
 from skillward.core.config import Limits
 from skillward.edge._dirs import server_log_dir
-from skillward.edge._serverlog import capture, log_path
+from skillward.edge._serverlog import capture, log_path, note
 from skillward.edge.servers import ServerSpec, StdioTransport
 
 __all__ = ["Child", "Reaper", "default_environment", "spawn"]
@@ -102,6 +108,10 @@ class Child:
     drained: anyio.Event
     released: anyio.Event = field(default_factory=anyio.Event)
     polite: bool = False
+    #: Set once the session's reader of stdout has let it go; None until one takes it.
+    read: anyio.Event | None = field(default=None, init=False)
+    #: Whether stdout went to the drain: for good, whether a session read it first or not.
+    draining: bool = field(default=False, init=False)
 
     def release(self, *, polite: bool) -> None:
         """Let the process be stopped, politely (its session ended normally) or not. The
@@ -109,6 +119,32 @@ class Child:
         if not self.released.is_set():
             self.polite = polite
             self.released.set()
+
+    @contextmanager
+    def reading(self) -> Iterator[anyio.abc.ByteReceiveStream | None]:
+        """The server's stdout, for the session's reader alone until the block ends; None
+        when it was taken before (the drain reads it once the process is being stopped)."""
+        stdout = self.process.stdout
+        if stdout is None or self.draining or self.read is not None:
+            yield None
+            return
+        read = self.read = anyio.Event()
+        try:
+            yield stdout
+        finally:
+            read.set()
+
+    async def drain(self) -> None:
+        """Read and drop what the server still writes, so it is never stuck writing; once
+        the session's reader, if there is one, has let stdout go."""
+        self.draining = True
+        if self.read is not None:
+            await self.read.wait()
+        if self.process.stdout is None:  # pragma: no cover - always piped
+            return
+        with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            async for _ in self.process.stdout:
+                pass
 
 
 async def spawn(
@@ -143,9 +179,8 @@ async def _stderr_sink(
         with open(os.devnull, "w", encoding="utf-8") as sink:  # noqa: ASYNC230 (never blocks)
             yield sink
     else:
-        path = log_path(transport.log_dir or server_log_dir(), spec.label)
         async with capture(
-            path,
+            _log(spec, transport),
             max_bytes=limits.max_server_log_bytes,
             secrets=spec.secret_values(),
             drained=drained,
@@ -186,45 +221,50 @@ async def _run_child(
             except BaseException:
                 # The reaper's owner is being cancelled: no time for the polite shutdown.
                 with anyio.CancelScope(shield=True):
-                    await _reap(process)
+                    await _quietly(_reap(process), spec, transport, limits)
                 raise
-            try:
-                await _stop(
-                    process, polite=child.polite, grace=limits.exit_timeout, hurried=reaper.hurried
-                )
-            except Exception:  # never into the owner's task group
-                logger.exception("stopping the server process of %r failed", spec.label)
+            stopping = _stop(child, grace=limits.exit_timeout, hurried=reaper.hurried)
+            await _quietly(stopping, spec, transport, limits)
         finally:
             reaper.running.discard(child)
 
 
-async def _stop(
-    process: anyio.abc.Process, *, polite: bool, grace: float, hurried: anyio.Event
+async def _quietly(
+    stopping: Awaitable[None], spec: ServerSpec, transport: StdioTransport, limits: Limits
 ) -> None:
-    """Close stdin, give the server ``grace`` (if ``polite``), SIGTERM, ``grace`` again
-    (cut short once ``hurried``), SIGKILL; reap it."""
+    """Await ``stopping``; a failure is never raised into the owner's task group (nor
+    shown on its terminal), only noted in the server's log."""
+    try:
+        await stopping
+    except Exception as error:
+        logger.debug("stopping the server process of %r failed", spec.label, exc_info=True)
+        if transport.stderr == "log":
+            failure = f"stopping the server failed: {type(error).__name__}: {error}"
+            note(_log(spec, transport), failure, max_bytes=limits.max_server_log_bytes)
+
+
+def _log(spec: ServerSpec, transport: StdioTransport) -> Path:
+    """The server's log (when its stderr goes to one)."""
+    return log_path(transport.log_dir or server_log_dir(), spec.label)
+
+
+async def _stop(child: Child, *, grace: float, hurried: anyio.Event) -> None:
+    """Close stdin, give the server ``grace`` (if its release was polite), SIGTERM,
+    ``grace`` again (cut short once ``hurried``), SIGKILL; reap it."""
+    process = child.process
     try:
         async with anyio.create_task_group() as group:
-            # Read and drop what the server still writes, so it is never stuck writing.
-            group.start_soon(_drain, process)
+            group.start_soon(child.drain)
             if process.stdin is not None:
                 with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
                     await process.stdin.aclose()
-            if not (polite and await _exited(process, grace, None)):
+            if not (child.polite and await _exited(process, grace, None)):
                 _signal(process, kill=False)
                 await _exited(process, grace, hurried)
             group.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
             await _reap(process)
-
-
-async def _drain(process: anyio.abc.Process) -> None:
-    if process.stdout is None:  # pragma: no cover - always piped
-        return
-    with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-        async for _ in process.stdout:
-            pass
 
 
 async def _exited(process: anyio.abc.Process, seconds: float, hurried: anyio.Event | None) -> bool:

@@ -35,6 +35,7 @@ __all__ = [
     "capture",
     "escaped_lines",
     "log_path",
+    "note",
     "read_log",
 ]
 
@@ -184,6 +185,21 @@ async def _pump(
     finally:
         _append(writer, scrubber.flush())
         done.set()
+
+
+def note(path: Path, text: str, *, max_bytes: int) -> None:
+    """Add a line of skillward's own (``text``, escaped) to the log at ``path``; when the
+    log cannot be written, nothing: this is said nowhere else either."""
+    try:
+        writer = LogWriter(path, max_bytes=max_bytes)
+    except OSError:
+        return
+    try:
+        writer.write(f"--- skillward: {printable(text, limit=500)} ---\n".encode())
+    except OSError:
+        pass
+    finally:
+        writer.close()
 
 
 def _open_writer(path: Path, max_bytes: int) -> LogWriter | None:

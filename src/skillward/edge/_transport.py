@@ -218,6 +218,21 @@ def _parse(line: bytes, limits: Limits, faults: Faults) -> SessionMessage | Exce
     return SessionMessage(message)
 
 
+async def _read_stdout(
+    child: Child,
+    sink: MemoryObjectSendStream[SessionMessage | Exception],
+    limits: Limits,
+    faults: Faults,
+) -> None:
+    """:func:`read_lines` over the server's stdout, while this task alone reads it: once
+    it ends, the process's drain may (``Child.reading``)."""
+    with child.reading() as stdout:
+        if stdout is None:  # the process is being stopped already
+            sink.close()
+            return
+        await read_lines(stdout, sink, limits, faults, child.drained)
+
+
 async def _write_lines(
     child: Child,
     source: MemoryObjectReceiveStream[SessionMessage],
@@ -240,10 +255,7 @@ async def _pipes(child: Child, limits: Limits, faults: Faults) -> AsyncIterator[
     incoming_sink, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     outgoing, outgoing_source = anyio.create_memory_object_stream[SessionMessage](0)
     async with anyio.create_task_group() as group:
-        assert child.process.stdout is not None
-        group.start_soon(
-            read_lines, child.process.stdout, incoming_sink, limits, faults, child.drained
-        )
+        group.start_soon(_read_stdout, child, incoming_sink, limits, faults)
         group.start_soon(_write_lines, child, outgoing_source, incoming_sink)
         try:
             yield incoming, outgoing
