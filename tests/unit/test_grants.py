@@ -206,3 +206,39 @@ def test_a_record_hashes_its_content_as_content_hash_does() -> None:
     assert dataclasses.replace(Change(frontmatter=("a", "b")), revoked="x").summary(
         names=False
     ) == ("2 frontmatter fields changed; revoked before")
+
+
+# --- tools that cannot be shown whole -------------------------------------------------------
+
+PAST_THE_BOUND = {"allowed-tools": "Read Bash(" + "x" * 5000 + ")"}
+
+
+@pytest.mark.threat("T14")
+@pytest.mark.threat("T26")
+def test_tools_too_long_to_show_whole_are_refused_with_the_reason() -> None:
+    shown = make_request(make_entry(V1, extra={"allowed-tools": "Read Bash(" + "x" * 3000 + ")"}))
+    assert shown.tools_refused is None
+    refused = make_request(make_entry(V1, extra=PAST_THE_BOUND))
+    assert refused.tools_refused is not None
+    assert "5010 characters, more than the 4000" in refused.tools_refused
+    tight = dataclasses.replace(shown, max_shown_tools=100)
+    assert tight.tools_refused is not None
+    policy = dataclasses.replace(shown, tools_grantable=False)
+    assert policy.tools_refused == "the administrator's policy forbids granting them"
+
+
+@pytest.mark.threat("T14")
+@pytest.mark.threat("T26")
+async def test_no_way_of_granting_gives_tools_that_cannot_be_shown_whole(tmp_path: Path) -> None:
+    request = make_request(make_entry(V1, extra=PAST_THE_BOUND))
+    everything = Grants(tools=request.requested_tools)
+    asked, _, _ = book(tmp_path / "asked", Answer(Decision.APPROVE, Scope.SESSION, everything))
+    assert (await asked.consent(request)).grants == Grants()
+    reviewed, _, _ = book(tmp_path / "reviewed", yes(Scope.SESSION))
+    assert (await reviewed.review(request, grant_tools=True)).grants == Grants()
+    granted, _, store = book(tmp_path / "granted")
+    await granted.grant(request, Answer(Decision.APPROVE, Scope.REMEMBER, everything))
+    await granted.add_grant(request, everything)
+    stored = store.get(request.key)
+    assert stored is not None
+    assert stored.grants == Grants()

@@ -118,6 +118,7 @@ async def approve(args: argparse.Namespace, on: Connected) -> int:
                 "scope": recorded.value,
                 "requested_tools": list(request.requested_tools),
                 "granted_tools": granted,
+                "tools_refused": request.tools_refused if request.requested_tools else None,
             }
         )
         return EXIT_OK
@@ -151,10 +152,9 @@ def _tool_grant(request: ActivationRequest, terminal: Terminal) -> Grants:
     if not tools:
         terminal.note("it requests no tools; only the skill is approved")
         return Grants()
-    if not request.tools_grantable:
-        terminal.note(
-            "the administrator's policy forbids granting tools; only the skill is approved"
-        )
+    refused = request.tools_refused
+    if refused is not None:
+        terminal.note(f"no tool can be granted ({refused}); only the skill is approved")
         return Grants()
     return Grants(tools=tools)
 

@@ -140,11 +140,17 @@ async def load(args: argparse.Namespace, on: Connected) -> int:
                 **activation.block.to_json(),
                 "requested_tools": list(activation.requested_tools),
                 "granted_tools": list(activation.granted_tools),
+                "tools_refused": activation.tools_refused,
             }
         )
         return EXIT_OK
     on.terminal.block(activation.block, as_json=False)
-    if activation.requested_tools:
+    if activation.tools_refused is not None:
+        on.terminal.note(
+            f"requested {len(activation.requested_tools)} tools; none can be granted: "
+            f"{activation.tools_refused}"
+        )
+    elif activation.requested_tools:
         granted = ", ".join(activation.granted_tools) or "none"
         on.terminal.note(
             f"requested tools: {', '.join(activation.requested_tools)}; granted: {granted}"

@@ -106,6 +106,17 @@ class Limits:
     max_gateway_request_bytes: int = 1024 * 1024
     #: Bytes of one policy file read at most; a larger one cannot be used (fail closed).
     max_policy_bytes: int = 1024 * 1024
+    #: Characters the tools one skill requests take to show whole, together, in their
+    #: visible form (``core/visible.py``): a skill whose ``allowed-tools`` needs more is
+    #: offered no tool grant, as nothing is granted that a person was not shown.
+    max_shown_tools: int = 4000
+    #: Characters a code-execution call's arguments (or its command) take to show whole
+    #: in their visible form: a call that needs more is denied without asking anyone.
+    max_shown_arguments: int = 16 * 1024
+    #: Characters of the approval question the gateway puts in an elicitation form: a
+    #: longer one is not asked there (the approval page and ``skillward approve`` show
+    #: it whole).
+    max_shown_question: int = 16 * 1024
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):

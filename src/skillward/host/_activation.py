@@ -127,8 +127,12 @@ class Activator:
         granted = self._granted_tools(request, answer, pinned=pin is not None)
         if record.origin.is_mcp:
             activation = await self._activate_mcp(record)
+            requested = request.requested_tools
             activation = dataclasses.replace(
-                activation, requested_tools=request.requested_tools, granted_tools=granted
+                activation,
+                requested_tools=requested,
+                granted_tools=granted,
+                tools_refused=request.tools_refused if requested else None,
             )
         else:
             activation = self._activate_local(record)
@@ -171,6 +175,15 @@ class Activator:
                 "denied",
                 record,
                 reason="the administrator's policy forbids granting requested tools",
+                gate="allowed_tools",
+            )
+            return ()
+        if requested and request.tools_refused is not None:
+            self._shared.record(
+                "denial",
+                "denied",
+                record,
+                reason="the requested tools are too long to show whole: none can be granted",
                 gate="allowed_tools",
             )
             return ()
@@ -224,9 +237,8 @@ class Activator:
     def _activate_local(self, record: SkillRecord) -> Activation:
         assert record.directory is not None
         directory = Path(record.directory)
-        label = record.origin.label
-        data, document = read_skill_md(directory, limits=self._shared.limits, label=label)
-        files = skill_files(directory, limits=self._shared.limits, label=label)
+        data, document = read_skill_md(record, limits=self._shared.limits)
+        files = skill_files(record, limits=self._shared.limits)
         tools = allowed_tools(document.frontmatter)
         block = skill_block(
             origin=record.origin,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from collections.abc import Mapping
 from typing import TypeVar
 
 from skillward.core.errors import ConfigError, CrossOriginDenied, ExecutionDenied
@@ -131,16 +132,24 @@ class Gates:
             )
         record("gate", "allowed", "approved for this call only")
 
-    async def authorize_execution(self, tool: str, *, detail: str = "") -> None:
+    async def authorize_execution(
+        self, tool: str, *, detail: str = "", arguments: Mapping[str, object] | None = None
+    ) -> None:
         """Ask about running ``tool`` for each MCP skill in the window (see
-        :meth:`SkillHost.authorize_execution`); raises ExecutionDenied."""
+        :meth:`SkillHost.authorize_execution`); raises ExecutionDenied. ``arguments``, the
+        call's (``handle_tool_call``), are what the person is shown of it."""
         acting = self._window.acting_mcp()
         keys = tuple(a.record.key for a in acting)
         for activation in acting:
-            await self._authorize_for(activation, tool, detail, keys)
+            await self._authorize_for(activation, tool, detail, arguments, keys)
 
     async def _authorize_for(
-        self, activation: Activation, tool: str, detail: str, acting: tuple[SkillKey, ...]
+        self,
+        activation: Activation,
+        tool: str,
+        detail: str,
+        arguments: Mapping[str, object] | None,
+        acting: tuple[SkillKey, ...],
     ) -> None:
         record = activation.record
         key = record.key
@@ -192,7 +201,16 @@ class Gates:
             name=record.name,
             identity=request.identity,
             remember=remember,
+            arguments=arguments,
         )
+        unseen = self._unshowable(question)
+        if unseen is not None:
+            audit("gate", "denied", "too long to show whole: nobody was asked")
+            raise refused(
+                f"running {tool!r} while acting on skills from server {key.origin!r} was "
+                f"refused without asking: {unseen}, and nothing runs that a person was not "
+                "shown whole"
+            )
         answer = as_decision(await self._execution.decide(question), self._execution)
         if answer is not Decision.APPROVE:
             logger.info("execution of %s refused while acting on %s", tool, key.origin)
@@ -208,3 +226,14 @@ class Gates:
             if remembered
             else "approved for this call",
         )
+
+    def _unshowable(self, question: ExecutionRequest) -> str | None:
+        """Why ``question``'s call cannot be shown whole (None when it can)."""
+        limit = self._shared.limits.max_shown_arguments
+        try:
+            length = len(question.shown)
+        except RecursionError:
+            return "the call's arguments are nested too deep to show"
+        if length > limit:
+            return f"the call takes {length} characters to show whole, more than {limit}"
+        return None

@@ -317,6 +317,7 @@ class Shared:
             collisions=collisions,
             tools_grantable=self.grant_mode("allowed_tools") == "prompt",
             viewer=view,
+            max_shown_tools=self.limits.max_shown_tools,
         )
 
     async def view_skill_md(self, record: SkillRecord) -> str:

@@ -57,12 +57,12 @@ def _tool_arguments(arguments: object) -> Mapping[str, Any]:
 
 
 def _command(arguments: Mapping[str, Any]) -> str:
-    """A code-execution call's arguments as one line for the person asked (untrusted)."""
+    """A code-execution call's arguments as one line of JSON, whole (untrusted); the
+    person is shown them apart (``ExecutionRequest.shown``)."""
     try:
-        text = json.dumps(dict(arguments), ensure_ascii=False, sort_keys=True, default=repr)
-    except (TypeError, ValueError):
-        text = repr(dict(arguments))
-    return text[:4000]
+        return json.dumps(dict(arguments), ensure_ascii=False, sort_keys=True, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        return repr(dict(arguments))
 
 
 class Tools:
@@ -217,7 +217,7 @@ class Tools:
         if name not in self._shared.config.execution_tools:
             return None
         try:
-            await self._gates.authorize_execution(name, detail=_command(args))
+            await self._gates.authorize_execution(name, detail=_command(args), arguments=args)
         except SkillwardError as error:
             return self._tool_error(error, None)
         except Exception:

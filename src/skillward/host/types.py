@@ -110,6 +110,9 @@ class Activation:
     #: those the person granted for this skill under its current content (empty by
     #: default); for a local skill, its ``allowed-tools`` unchanged (the host's rules).
     granted_tools: tuple[str, ...] = ()
+    #: Why none of the requested tools could be granted (an MCP skill's), if that is so:
+    #: the administrator's policy, or tools too long to show whole.
+    tools_refused: str | None = None
     #: ``approvals.content_hash`` of the pinned entry, computed once for the audit trail.
     content_hash: str | None = None
 

@@ -34,10 +34,12 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from skillward.core.config import Limits
 from skillward.core.frontmatter import allowed_tools
 from skillward.core.origins import SkillKey
 from skillward.core.registry import SkillRecord
 from skillward.core.verify import sha256_digest
+from skillward.core.visible import shown_length
 from skillward.core.wire import SkillEntry
 
 __all__ = [
@@ -153,10 +155,13 @@ class ActivationRequest:
     identity: str | None = None
     #: Collisions that involve this skill (same names elsewhere, look-alike paths or labels).
     collisions: tuple[str, ...] = ()
-    #: False when an administrator's policy forbids granting the tools it requests.
+    #: False when an administrator's policy forbids granting the tools it requests
+    #: (:attr:`tools_refused` says every reason none can be granted).
     tools_grantable: bool = True
     #: Shows SKILL.md to the person before they decide (never to the model).
     viewer: SkillMdViewer | None = field(default=None, compare=False, repr=False)
+    #: Characters the requested tools may take to show whole (``Limits.max_shown_tools``).
+    max_shown_tools: int = Limits().max_shown_tools
 
     @property
     def key(self) -> SkillKey:
@@ -175,6 +180,21 @@ class ActivationRequest:
     def requested_tools(self) -> tuple[str, ...]:
         """``allowed-tools`` parsed as the Agent Skills spec writes it (a request only)."""
         return allowed_tools(self._frontmatter())
+
+    @property
+    def tools_refused(self) -> str | None:
+        """Why none of the requested tools can be granted, in words for the person (the
+        administrator's policy, or tools too long to show whole: nothing is granted that
+        a person was not shown); None when they can be asked about."""
+        if not self.tools_grantable:
+            return "the administrator's policy forbids granting them"
+        shown = shown_length(self.requested_tools)
+        if shown > self.max_shown_tools:
+            return (
+                f"shown whole they take {shown} characters, more than the "
+                f"{self.max_shown_tools} a prompt shows, and nothing is granted unseen"
+            )
+        return None
 
     @property
     def hooks(self) -> object:
@@ -583,8 +603,9 @@ class Answer:
 
 def grantable(request: ActivationRequest, grants: Grants) -> Grants:
     """``grants`` cut down to what ``request`` can be granted: only the tools its
-    frontmatter requests, and none when policy forbids tool grants."""
-    requested = request.requested_tools if request.tools_grantable else ()
+    frontmatter requests, and none when they are refused
+    (:attr:`~ActivationRequest.tools_refused`)."""
+    requested = request.requested_tools if request.tools_refused is None else ()
     tools = tuple(tool for tool in grants.tools if tool in requested)
     return Grants(tools=tools, execution=grants.execution)
 

@@ -13,11 +13,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from skillward.core.origins import SkillKey
+from skillward.core.visible import visible, visible_arguments
 from skillward.trust.approvals import Decision
 
 __all__ = [
@@ -61,7 +62,8 @@ class ExecutionRequest:
 
     tool: str
     acting: tuple[SkillKey, ...]
-    #: The command, as the model asked for it (the tool's arguments): untrusted text.
+    #: The command, as the model asked for it (the tool's arguments as JSON, when
+    #: ``handle_tool_call`` asks): untrusted text.
     detail: str = ""
     #: The skill whose approval of execution is asked for.
     skill: SkillKey | None = None
@@ -74,6 +76,19 @@ class ExecutionRequest:
     #: when the person chose that; None when no record can hold it (an approval given
     #: once). Returns whether it was kept.
     remember: Callable[[], Awaitable[bool]] | None = field(default=None, compare=False, repr=False)
+    #: The call's arguments, when the host has them (``handle_tool_call``): what
+    #: :attr:`shown` shows, in place of ``detail``.
+    arguments: Mapping[str, object] | None = field(default=None, compare=False)
+
+    @property
+    def shown(self) -> str:
+        """What would run, as a person is shown it: the arguments, those that name a
+        command or path first, or else ``detail``; whole, in their visible form
+        (``core/visible.py``), each argument on a new line; escape it for your display.
+        RecursionError for arguments nested past Python's recursion limit."""
+        if self.arguments is not None:
+            return visible_arguments(self.arguments)
+        return visible(self.detail, lines=True)
 
 
 class ExecutionGate(Protocol):
