@@ -13,12 +13,28 @@ from skillward.core.errors import (
     FrontmatterError,
     InvalidEntry,
     InvalidUri,
+    SkillwardError,
     UsageError,
 )
-from skillward.edge._local import LocalSkillDir, default_local_dirs, discover, read_local_file
+from skillward.core.registry import SkillRecord
+from skillward.edge._local import (
+    LocalSkillDir,
+    default_local_dirs,
+    discover,
+    read_local_file,
+    read_skill_md,
+    skill_files,
+)
 from tests.support.trees import skill_md, write
 
 LIMITS = Limits()
+
+
+def found(root: Path, path: str) -> SkillRecord:
+    """The skill discovered at ``path`` under ``root`` (labelled ``project``)."""
+    _, records, _, _ = discover(LocalSkillDir("project", root), limits=LIMITS)
+    (record,) = [r for r in records if r.path == path]
+    return record
 
 
 def test_default_directories_follow_the_agents_skills_convention(tmp_path: Path) -> None:
@@ -96,8 +112,9 @@ def test_discovery_is_bounded(tmp_path: Path) -> None:
 
 
 def test_files_inside_the_skill_are_read(tmp_path: Path) -> None:
+    write(tmp_path, "s/SKILL.md", skill_md("s"))
     write(tmp_path, "s/ref/guide.md", b"guide")
-    shown, data = read_local_file(tmp_path / "s", "ref/guide.md", limits=LIMITS)
+    shown, data = read_local_file(found(tmp_path, "s"), "ref/guide.md", limits=LIMITS)
     assert data == b"guide"
     assert shown.endswith("ref/guide.md")
 
@@ -108,9 +125,10 @@ def test_files_inside_the_skill_are_read(tmp_path: Path) -> None:
 )
 def test_paths_leaving_the_skill_are_refused(tmp_path: Path, path: str) -> None:
     write(tmp_path, "secret", b"secret")
+    write(tmp_path, "s/SKILL.md", skill_md("s"))
     write(tmp_path, "s/ref/guide.md", b"guide")
     with pytest.raises((InvalidUri, UsageError)):
-        read_local_file(tmp_path / "s", path, limits=LIMITS)
+        read_local_file(found(tmp_path, "s"), path, limits=LIMITS)
 
 
 @pytest.mark.threat("T10")
@@ -121,15 +139,65 @@ def test_reads_never_pass_through_a_symlink(tmp_path: Path) -> None:
     os.symlink(tmp_path / "outside" / "secret.md", tmp_path / "s" / "direct.md")
     for path in ("link/secret.md", "direct.md"):
         with pytest.raises(UsageError):
-            read_local_file(tmp_path / "s", path, limits=LIMITS)
+            read_local_file(found(tmp_path, "s"), path, limits=LIMITS)
 
 
 def test_a_fifo_in_a_skill_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
     write(tmp_path, "pdf/SKILL.md", skill_md("pdf"))
     os.mkfifo(tmp_path / "pdf" / "pipe.md")
     with pytest.raises(UsageError, match="not a regular file") as info:
-        read_local_file(tmp_path / "pdf", "pipe.md", limits=LIMITS, label="project")
+        read_local_file(found(tmp_path, "pdf"), "pipe.md", limits=LIMITS)
     assert "local skills 'project'" in str(info.value)
+
+
+INSIDE, OUTSIDE = b"inside the skills directory", b"OUTSIDE the skills directory"
+# Each folder or file on the way to the skill's files, from the skills directory down.
+LEVELS = ["team", "team/review", "team/review/ref", "team/review/ref/notes.md"]
+
+
+@pytest.mark.threat("T10")
+@pytest.mark.parametrize("swapped", LEVELS)
+def test_a_symlink_swapped_in_at_any_level_after_discovery_is_never_followed(
+    tmp_path: Path, swapped: str
+) -> None:
+    skills, outside = tmp_path / "skills", tmp_path / "outside"
+    for root, text in ((skills, INSIDE), (outside, OUTSIDE)):
+        write(root, "team/review/SKILL.md", skill_md("review", text.decode()))
+        write(root, "team/review/ref/notes.md", text)
+    record = found(skills, "team/review")
+    (skills / swapped).rename(tmp_path / "moved-aside")
+    (skills / swapped).symlink_to(outside / swapped)
+
+    with pytest.raises(UsageError) as read:  # a file's read passes through every level
+        read_local_file(record, "ref/notes.md", limits=LIMITS)
+    refusals: list[SkillwardError] = [read.value]
+    if swapped in ("team", "team/review"):  # on the way to SKILL.md too
+        with pytest.raises(InvalidEntry) as loaded:
+            read_skill_md(record, limits=LIMITS)
+        with pytest.raises(UsageError) as listed:
+            skill_files(record, limits=LIMITS)
+        refusals += [loaded.value, listed.value]
+    else:
+        data, _ = read_skill_md(record, limits=LIMITS)
+        assert INSIDE in data
+        assert skill_files(record, limits=LIMITS) == ["SKILL.md"]
+    for error in refusals:
+        assert error.server == "project"
+        assert error.local
+        assert f"{skills / swapped} is a symlink" in error.message
+        assert OUTSIDE.decode() not in str(error)
+
+
+@pytest.mark.threat("T10")
+def test_discovery_lists_every_folder_through_its_parent_s_descriptor(tmp_path: Path) -> None:
+    skills = tmp_path / "skills"
+    write(skills, "team/review/SKILL.md", skill_md("review"))
+    write(tmp_path / "outside", "evil/SKILL.md", skill_md("evil"))
+    (skills / "team" / "link").symlink_to(tmp_path / "outside")
+    _, records, declined, notes = discover(LocalSkillDir("project", skills), limits=LIMITS)
+    assert [r.path for r in records] == ["team/review"]
+    assert declined == []
+    assert any("team/link: symlinked directory not followed" in note for note in notes)
 
 
 def test_a_configured_directory_that_is_a_symlink_is_not_scanned(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ import stat
 import sys
 from collections.abc import Iterator
 
-from skillward.edge._tree import CLOEXEC, DIR_FLAGS, NOFOLLOW, NONBLOCK
+from skillward.edge._tree import CLOEXEC, NOFOLLOW, NONBLOCK, open_directory
 
 if sys.platform != "win32":
     import fcntl
@@ -80,12 +80,12 @@ def open_dir(name: str, parent: int | None, shown: str, *, create: bool) -> int 
     """An fd of directory ``name`` (under ``parent``), checked; None if missing."""
     try:
         try:
-            fd = os.open(name, DIR_FLAGS, dir_fd=parent)
+            fd = open_directory(name, parent)
         except FileNotFoundError:
             if not create:
                 return None
             mkdir_private(name, parent)
-            fd = os.open(name, DIR_FLAGS, dir_fd=parent)
+            fd = open_directory(name, parent)
     except OSError as exc:
         raise Unsafe(f"{shown} cannot be opened as a plain directory ({exc.strerror})") from None
     try:

@@ -4,16 +4,19 @@ one bounded reader of regular files (with the open flags every module shares).
 Used by the reference server to build its catalog and by the host to discover
 local skills. Symlinks are never followed (so nothing outside the walked tree
 is reached), hidden entries (``.git``, ``.DS_Store``) and ``node_modules`` are
-skipped, and every walk is bounded in depth and in entries visited.
+skipped, and every walk is bounded in depth and in entries visited. A walk from a
+directory's descriptor opens each directory below through its parent's, so a symlink
+swapped in while it runs is not followed either (:func:`descend`).
 """
 
 from __future__ import annotations
 
-import operator
+import errno
 import os
 import re
 import stat
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from skillward.core.uris import SKILL_FILE
@@ -26,11 +29,14 @@ __all__ = [
     "READ_FLAGS",
     "SKIPPED_DIRS",
     "FileTooLarge",
+    "Listing",
     "Listings",
     "NotRegularFile",
     "TreeLimits",
+    "descend",
     "encode_segment",
     "find_skill_dirs",
+    "open_directory",
     "read_open_file",
     "read_regular_file",
     "walk_files",
@@ -103,9 +109,10 @@ def read_regular_file(
     follow_symlinks: bool = False,
     cut: bool = False,
     snapshot: bool = False,
+    dir_fd: int | None = None,
 ) -> bytes:
     """Read a regular file, without following a symlink at its last component unless
-    ``follow_symlinks``.
+    ``follow_symlinks``; ``path`` is a name in ``dir_fd``'s directory when given.
 
     Refuses (OSError) anything but a regular file (:class:`NotRegularFile`), and more
     than ``max_bytes`` (:class:`FileTooLarge`), reading at most one byte past the cap;
@@ -116,7 +123,8 @@ def read_regular_file(
     a server hashing what it serves.
     """
     flags = READ_FLAGS & ~NOFOLLOW if follow_symlinks else READ_FLAGS
-    return read_open_file(os.open(path, flags), max_bytes, path, cut=cut, snapshot=snapshot)
+    fd = os.open(path, flags, dir_fd=dir_fd)
+    return read_open_file(fd, max_bytes, path, cut=cut, snapshot=snapshot)
 
 
 def read_open_file(
@@ -151,19 +159,62 @@ def read_open_file(
     return data
 
 
-def _is_hidden(name: str) -> bool:
-    return name.startswith(".")
-
-
 def _too_many(where: object) -> OverflowError:
     return OverflowError(f"more than the allowed number of entries under {where}")
 
 
-#: Sorted directory listings by path, kept by one walk for the next (see find_skill_dirs).
-Listings = dict[str, list[os.DirEntry[str]]]
+def open_directory(name: str | os.PathLike[str], parent: int | None = None) -> int:
+    """A descriptor of directory ``name`` (a name in ``parent``, the descriptor of its
+    directory, when given): OSError if ``name`` is a symlink or not a directory."""
+    return os.open(name, DIR_FLAGS, dir_fd=parent)
 
 
-def _list(directory: str, allowed: int, where: object) -> list[os.DirEntry[str]]:
+def descend(top: int, parts: Sequence[str]) -> int:
+    """A new descriptor of the directory ``parts`` names below ``top``'s, each component
+    opened through its parent's descriptor, so a symlink at any level, swapped in at any
+    moment, is never followed. OSError otherwise, its ``filename`` the parts up to the
+    one that failed."""
+    fd = os.dup(top)
+    for index, part in enumerate(parts):
+        try:
+            child = open_directory(_plain(part), fd)
+        except OSError as exc:
+            exc.filename = "/".join(parts[: index + 1])
+            raise
+        finally:
+            os.close(fd)
+        fd = child
+    return fd
+
+
+def _plain(name: str) -> str:
+    """``name``, if it names an entry of a directory (not itself, its parent or a path)."""
+    if name in ("", ".", "..") or "/" in name:
+        raise OSError(errno.EINVAL, "not the name of an entry")
+    return name
+
+
+# What a listing tells of each entry, from the type the listing gave (no stat each).
+_FILE, _DIR, _LINKED_DIR, _LINK, _OTHER = range(5)
+#: A directory's entries by name, each with its kind.
+Listing = list[tuple[str, int]]
+#: Listings by directory path, kept by one walk for the next (see find_skill_dirs).
+Listings = dict[str, Listing]
+#: A directory to walk: its path, or a descriptor of it (see find_skill_dirs).
+Where = str | int
+
+
+def _kind(entry: os.DirEntry[str]) -> int:
+    if entry.is_file(follow_symlinks=False):
+        return _FILE
+    if entry.is_dir(follow_symlinks=False):
+        return _DIR
+    if entry.is_symlink():
+        return _LINKED_DIR if entry.is_dir() else _LINK  # a stat of the target, for a note
+    return _OTHER
+
+
+def _list(directory: Where, allowed: int, where: object) -> Listing:
     """The entries of ``directory`` by name; OverflowError past ``allowed`` of them, as
     they are read: a huge directory is never listed whole."""
     entries = []
@@ -172,100 +223,151 @@ def _list(directory: str, allowed: int, where: object) -> list[os.DirEntry[str]]
             allowed -= 1
             if allowed < 0:
                 raise _too_many(where)
-            entries.append(entry)
-    entries.sort(key=_NAME)
+            entries.append((entry.name, _kind(entry)))
+    entries.sort()
     return entries
 
 
-_NAME = operator.attrgetter("name")
+def _done(directory: Where) -> None:
+    if not isinstance(directory, str):
+        os.close(directory)
+
+
+@dataclass(slots=True)
+class _Walk:
+    """One walk's state, passed down its recursion (a function, not a closure: no cycle
+    keeps every listing alive until a collection)."""
+
+    root: object
+    left: int
+    max_depth: int
+    found: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    listings: Listings | None = None
+
+    def listing(self, directory: Where, path: str) -> Listing:
+        entries = self.listings.get(path) if self.listings is not None else None
+        if entries is None:
+            entries = _list(directory, self.left, self.root)
+        self.left -= len(entries)
+        if self.left < 0:
+            raise _too_many(self.root)
+        return entries
+
+
+#: One directory's step of a walk: (walk, the directory, its path, its parts).
+_Step = Callable[[_Walk, Where, str, tuple[str, ...]], None]
+
+
+def _walk(
+    step: _Step,
+    root: str | Path,
+    at: int | None,
+    limits: TreeLimits | None,
+    listings: Listings | None,
+) -> _Walk:
+    limits = limits or TreeLimits()
+    walk = _Walk(root, limits.max_entries, limits.max_depth, listings=listings)
+    directory = str(root) if at is None else os.dup(at)
+    try:
+        step(walk, directory, str(root), ())
+    finally:
+        _done(directory)
+    return walk
+
+
+def _into(step: _Step, walk: _Walk, directory: Where, path: str, parts: tuple[str, ...]) -> None:
+    """``step`` on the directory below ``directory`` named by the last of ``parts``: by
+    its path, or opened through ``directory``'s descriptor."""
+    child = path if isinstance(directory, str) else open_directory(parts[-1], directory)
+    try:
+        step(walk, child, path, parts)
+    finally:
+        _done(child)
 
 
 def find_skill_dirs(
-    root: Path, *, limits: TreeLimits | None = None, keep: Listings | None = None
+    root: Path,
+    *,
+    at: int | None = None,
+    limits: TreeLimits | None = None,
+    keep: Listings | None = None,
 ) -> tuple[list[tuple[tuple[str, ...], str]], list[str]]:
     """Directories under ``root`` (``root`` included) that hold a regular ``SKILL.md``.
 
     Returns (skills as (relative parts, path), notes about what was skipped), in
     depth-first order by name. ``keep`` receives every listing read, so that
     :func:`walk_files` of each skill found need not list its directories again.
+    With ``at``, a descriptor of ``root``, every directory below is opened through its
+    parent's descriptor (:func:`descend`); without, by its path.
     """
-    limits = limits or TreeLimits()
-    left = limits.max_entries
-    max_depth = limits.max_depth
-    found: list[tuple[tuple[str, ...], str]] = []
-    notes: list[str] = []
-    # A stack, not recursion: no closure cycle keeps every listing alive until a collection.
-    stack: list[tuple[str, tuple[str, ...]]] = [(str(root), ())]
-    while stack:
-        directory, parts = stack.pop()
-        entries = _list(directory, left, root)
-        left -= len(entries)
-        if keep is not None:
-            keep[directory] = entries
-        deep = len(parts) >= max_depth
-        below: list[tuple[str, tuple[str, ...]]] = []
-        for entry in entries:
-            name = entry.name
-            if name == SKILL_FILE:
-                if entry.is_file(follow_symlinks=False):
-                    found.append((parts, directory))
-                elif entry.is_symlink():
-                    notes.append(f"{entry.path}: symlinked SKILL.md skipped")
-            if deep:
-                continue
-            if entry.is_dir(follow_symlinks=False):
-                if not _is_hidden(name) and name not in SKIPPED_DIRS:
-                    below.append((entry.path, (*parts, name)))
-            elif entry.is_symlink() and entry.is_dir():
-                notes.append(f"{entry.path}: symlinked directory not followed")
-        if below:
-            stack.extend(reversed(below))
-    return found, notes
+    walk = _walk(_find, root, at, limits, keep)
+    return walk.found, walk.notes
+
+
+def _find(walk: _Walk, directory: Where, path: str, parts: tuple[str, ...]) -> None:
+    entries = _list(directory, walk.left, walk.root)
+    walk.left -= len(entries)
+    if walk.listings is not None:
+        walk.listings[path] = entries
+    deep = len(parts) >= walk.max_depth
+    below: list[str] = []
+    for name, kind in entries:
+        if name == SKILL_FILE:
+            if kind == _FILE:
+                walk.found.append((parts, path))
+            elif kind in (_LINK, _LINKED_DIR):
+                walk.notes.append(f"{os.path.join(path, name)}: symlinked SKILL.md skipped")
+        if deep:
+            continue
+        if kind == _DIR:
+            if name[0] != "." and name not in SKIPPED_DIRS:
+                below.append(name)
+        elif kind == _LINKED_DIR:
+            walk.notes.append(f"{os.path.join(path, name)}: symlinked directory not followed")
+    # This directory's SKILL.md comes before any below it, whatever their names.
+    for name in below:
+        _into(_find, walk, directory, os.path.join(path, name), (*parts, name))
 
 
 def walk_files(
-    root: str | Path, *, limits: TreeLimits | None = None, listings: Listings | None = None
+    root: str | Path,
+    *,
+    at: int | None = None,
+    limits: TreeLimits | None = None,
+    listings: Listings | None = None,
 ) -> tuple[list[tuple[tuple[str, ...], str]], list[str]]:
     """Every regular file under ``root`` as (relative parts, path), never through a symlink.
 
     Returns (files sorted by relative path, notes about what was skipped). A directory
-    in ``listings`` is not listed again. Entries are told apart by the type the listing
-    gave (no ``lstat`` each); a reader still opens a file with ``O_NOFOLLOW`` and
-    refuses anything but a regular file.
+    in ``listings`` is not listed again; ``at`` is as for :func:`find_skill_dirs`.
+    Entries are told apart by the type the listing gave (no ``lstat`` each); a reader
+    still opens a file with ``O_NOFOLLOW`` and refuses anything but a regular file.
     """
-    limits = limits or TreeLimits()
-    left = limits.max_entries
-    max_depth = limits.max_depth
-    files: list[tuple[tuple[str, ...], str]] = []
-    notes: list[str] = []
-    stack: list[tuple[str, tuple[str, ...]]] = [(str(root), ())]
-    while stack:
-        directory, parts = stack.pop()
-        deeper = len(parts) + 1 >= max_depth
-        entries = listings.get(directory) if listings is not None else None
-        if entries is None:
-            entries = _list(directory, left, root)
-        left -= len(entries)
-        if left < 0:
-            raise _too_many(root)
-        for entry in entries:
-            name = entry.name
-            if name[0] == "." or name in SKIPPED_DIRS:  # hidden, or skipped by name
-                continue
-            if entry.is_file(follow_symlinks=False):
-                files.append(((*parts, name), entry.path))
-            elif entry.is_dir(follow_symlinks=False):
-                if deeper:
-                    notes.append(f"{entry.path}: deeper than {max_depth} levels, skipped")
-                else:
-                    stack.append((entry.path, (*parts, name)))
-            elif entry.is_symlink():
-                notes.append(f"{entry.path}: symlink skipped")
-            else:
-                notes.append(f"{entry.path}: not a regular file, skipped")
+    walk = _walk(_files, root, at, limits, listings)
+    files = walk.found
     if len(files) > 1:
         files.sort(key=_first)
-    return files, notes
+    return files, walk.notes
+
+
+def _files(walk: _Walk, directory: Where, path: str, parts: tuple[str, ...]) -> None:
+    deeper = len(parts) + 1 >= walk.max_depth
+    for name, kind in walk.listing(directory, path):
+        if name[0] == "." or name in SKIPPED_DIRS:  # hidden, or skipped by name
+            continue
+        child_path = os.path.join(path, name)
+        if kind == _FILE:
+            walk.found.append(((*parts, name), child_path))
+        elif kind == _DIR:
+            if deeper:
+                walk.notes.append(f"{child_path}: deeper than {walk.max_depth} levels, skipped")
+                continue
+            _into(_files, walk, directory, child_path, (*parts, name))
+        elif kind in (_LINK, _LINKED_DIR):
+            walk.notes.append(f"{child_path}: symlink skipped")
+        else:
+            walk.notes.append(f"{child_path}: not a regular file, skipped")
 
 
 def _first(item: tuple[tuple[str, ...], str]) -> tuple[str, ...]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
@@ -154,10 +153,7 @@ class Fetcher:
     async def skill_md(self, record: SkillRecord, connection: Connection | None) -> str:
         """SKILL.md as text, verified against the entry (MCP skills: over ``connection``)."""
         if not record.origin.is_mcp:
-            assert record.directory is not None
-            data, _ = read_skill_md(
-                Path(record.directory), limits=self._limits, label=record.origin.label
-            )
+            data, _ = read_skill_md(record, limits=self._limits)
             return data.decode("utf-8", errors="replace")
         entry = record.entry
         assert entry is not None

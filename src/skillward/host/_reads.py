@@ -8,7 +8,6 @@ is in context.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 from skillward.core.context import ContextBlock, directory_block, file_block, resource_block
 from skillward.core.errors import (
@@ -59,10 +58,7 @@ class Reads:
 
     async def _read_file(self, record: SkillRecord, path: str) -> ContextBlock:
         if not record.origin.is_mcp:
-            assert record.directory is not None
-            shown, data = read_local_file(
-                Path(record.directory), path, limits=self._shared.limits, label=record.origin.label
-            )
+            shown, data = read_local_file(record, path, limits=self._shared.limits)
             block = await off_loop(file_block)(
                 origin=record.origin,
                 uri=shown,
