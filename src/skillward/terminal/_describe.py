@@ -5,11 +5,21 @@ since it was approved, and what it asks for that approving it does not grant.
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from skillward.core.visible import shown_length, visible
 from skillward.core.wire import SkillEntry
-from skillward.terminal._render import file_table, origin_name, relative, safe
+from skillward.terminal._render import (
+    MARKS_NOTE,
+    exact,
+    file_table,
+    origin_name,
+    plural,
+    relative,
+    safe,
+)
 from skillward.trust.approvals import ActivationRequest, Change, Question
 
 __all__ = ["describe_question"]
@@ -24,18 +34,18 @@ def describe_question(question: Question | ActivationRequest) -> Group:
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold", no_wrap=True)
     facts.add_column(overflow="fold")
-    facts.add_row("skill", safe(record.name))
+    facts.add_row("skill", exact(record.name))
     origin = origin_name(record.origin.kind, record.origin.label)
     if request.identity:
-        origin += f", reached by {safe(request.identity, 2000)}"
+        origin += f", reached by {exact(request.identity)}"
     facts.add_row("from", origin)
     if record.origin.is_mcp and record.origin.detail:
         facts.add_row("", f"reports its name as {safe(record.origin.detail, 200)} (unverified)")
     entry = record.entry
     if entry is not None:
-        facts.add_row("uri", safe(entry.uri, 2000))
+        facts.add_row("uri", exact(entry.uri))
     else:
-        facts.add_row("directory", safe(record.directory, 2000))
+        facts.add_row("directory", exact(record.directory))
     facts.add_row("description", safe(record.description, 4096))
     fields = entry.frontmatter.as_dict() if entry else {}
     if "license" in fields:
@@ -54,7 +64,7 @@ def describe_question(question: Question | ActivationRequest) -> Group:
     if requests:
         parts.append(requests)
     if request.nested_in:
-        enclosing = ", ".join(safe(key.locator) for key in request.nested_in)
+        enclosing = ", ".join(exact(key.locator) for key in request.nested_in)
         parts.append(
             f"[yellow]It is nested inside {enclosing}; approving that skill did not "
             "approve this one.[/yellow]"
@@ -82,15 +92,14 @@ def _change(change: Change, root: object) -> RenderableType:
         ("+", change.added, "added"),
         ("-", change.removed, "removed"),
     ):
-        lines.extend(f"  {sign} {safe(relative(prefix, u), 2000)} ({what})" for u in files)
+        lines.extend(f"  {sign} {exact(relative(prefix, u))} ({what})" for u in files)
     if change.frontmatter:
-        shown = ", ".join(safe(name, 100) for name in change.frontmatter)
+        shown = ", ".join(exact(name) for name in change.frontmatter)
         lines.append(f"  frontmatter fields changed: {shown}")
     if change.server:
         before, after = change.server
         lines.append(
-            f"  the label now reaches another server: was {safe(before, 2000)}, "
-            f"now {safe(after, 2000)}"
+            f"  the label now reaches another server: was {exact(before)}, now {exact(after)}"
         )
     if change.dynamic is not None:
         lines.append("  now dynamic" if change.dynamic else "  no longer dynamic")
@@ -101,29 +110,44 @@ def _change(change: Change, root: object) -> RenderableType:
 
 def _not_granted(question: Question) -> RenderableType | None:
     request = question.request
+    limit = request.max_shown_tools
     lines = []
     tools = request.requested_tools
+    refused = request.tools_refused
     if request.allowed_tools and not tools:
         lines.append(
-            f"  allowed-tools: {safe(request.allowed_tools, 2000)} (not a space-separated "
+            f"  allowed-tools: {_within(request.allowed_tools, limit)} (not a space-separated "
             "list of tools: nothing can be granted)"
         )
     elif tools and not request.record.origin.is_mcp:
         lines.append("  allowed-tools (a local skill: the host's own rules apply):")
-    elif tools and not request.tools_grantable:
-        lines.append("  allowed-tools (the administrator's policy forbids granting them):")
+    elif tools and refused is not None:
+        lines.append(f"  allowed-tools (none can be granted: {safe(refused, 500)}):")
     elif tools and question.grant_tools:
         lines.append("  allowed-tools, [bold]granted with the approval (--grant-tools)[/bold]:")
     elif tools:
         lines.append("  allowed-tools (asked about separately after you approve):")
-    lines.extend(f"    - {safe(tool, 500)}" for tool in tools)
+    if shown_length(tools) <= limit:
+        lines.extend(f"    - {exact(tool)}" for tool in tools)
+        if any(visible(tool) != tool for tool in tools):
+            lines.append(f"    {MARKS_NOTE}")
+    else:
+        lines.append(f"    ({plural(len(tools), 'tool')}, too long to show whole here)")
     if request.hooks:
-        lines.append(f"  hooks: {safe(request.hooks, 2000)} (never run)")
+        lines.append(f"  hooks: {_within(request.hooks, limit)} (never run)")
     entry = request.record.entry
     for uri in request.nested_skill_files:
         where = relative(str(entry.root), uri) if entry else uri
-        lines.append(f"  nested skill {safe(where, 2000)} (needs its own approval)")
+        lines.append(f"  nested skill {exact(where)} (needs its own approval)")
     if not lines:
         return None
     head = "[yellow]It asks for more; approving it does not grant these:[/yellow]"
     return Text.from_markup("\n".join([head, *lines]), overflow="fold", emoji=False)
+
+
+def _within(value: object, limit: int) -> str:
+    """A value shown but never granted or run: whole, or, past ``limit``, its length."""
+    text = visible(str(value))
+    if len(text) > limit:
+        return f"({len(text)} characters, too long to show here)"
+    return escape(text)

@@ -1,6 +1,7 @@
 """The terminal's building blocks: server text made safe to show (escaped for rich markup,
-stripped of control, bidi and invisible characters), sizes, origins, a skill's file
-table, the console that survives its reader going away, and reading one choice.
+stripped of control, bidi and invisible characters), what is granted or run shown whole,
+sizes, origins, a skill's file table, the console that survives its reader going away,
+and reading one choice.
 """
 
 from __future__ import annotations
@@ -16,13 +17,16 @@ from rich.table import Table
 from rich.text import Text
 
 from skillward.core.errors import SkillwardError, printable
+from skillward.core.visible import LEGEND, visible
 from skillward.core.wire import SkillEntry
 
 __all__ = [
+    "MARKS_NOTE",
     "OriginSummary",
     "SafeConsole",
     "choose",
     "error_json",
+    "exact",
     "file_table",
     "origin_heading",
     "origin_name",
@@ -37,6 +41,16 @@ __all__ = [
 
 def safe(text: object, limit: int = 300) -> str:
     return escape(printable(str(text), limit=limit))
+
+
+def exact(text: object) -> str:
+    """A value that is granted, approved or run, for rich markup: whole, never cut, in
+    its visible form (``core/visible.py``)."""
+    return escape(visible(str(text)))
+
+
+#: Said under a prompt whose values hold escapes, so the person can read them.
+MARKS_NOTE = f"[dim]Shown whole; {escape(LEGEND)}.[/dim]"
 
 
 def size(n: int) -> str:
@@ -118,7 +132,7 @@ def file_table(entry: SkillEntry, path_column: str, *, compact: bool = False) ->
     root = str(entry.root)
     for uri in sorted(entry.manifest):
         item = entry.manifest[uri]
-        path = safe(relative(root, uri), 2000)
+        path = exact(relative(root, uri))
         table.add_row(path, size(item.size), short_digest(item.digest))
     return table
 

@@ -25,12 +25,15 @@ from rich.text import Text
 from skillward.core.context import CatalogItem, ContextBlock
 from skillward.core.errors import NoTerminal, SkillwardError, printable
 from skillward.core.registry import Collision, Declined, SkillRecord
+from skillward.core.visible import visible
 from skillward.terminal._describe import describe_question
 from skillward.terminal._render import (
+    MARKS_NOTE,
     OriginSummary,
     SafeConsole,
     choose,
     error_json,
+    exact,
     file_table,
     origin_heading,
     origin_name,
@@ -293,8 +296,10 @@ class TerminalApprover(_AtTerminal):
 
     A :class:`~skillward.trust.approvals.Prompter` (an ``ApprovalBook`` remembers the
     answers), and an :class:`~skillward.trust.approvals.Approver` on its own. Everything
-    from a server is escaped; long text is wrapped, never cut. With no terminal it
-    raises :class:`~skillward.core.errors.NoTerminal`, which says how to approve instead.
+    from a server is escaped; long text is wrapped, never cut; what is approved or
+    granted (its URI and files, each tool) is shown whole in its visible form, and tools
+    too long for that are not offered. With no terminal it raises
+    :class:`~skillward.core.errors.NoTerminal`, which says how to approve instead.
     """
 
     # --- what is shown ----------------------------------------------------------------
@@ -314,17 +319,19 @@ class TerminalApprover(_AtTerminal):
         """The tool grant: a separate, explicit choice after approving, listing each tool."""
         request = question.request
         tools = request.requested_tools
-        if not tools or not request.record.origin.is_mcp or not request.tools_grantable:
+        if not tools or not request.record.origin.is_mcp or request.tools_refused is not None:
             return Grants()
         if question.grant_tools:
             return Grants(tools=tools)
         lines = [
-            f"[bold]{safe(request.record.name)}[/bold] asks for these tools while the model "
+            f"[bold]{exact(request.record.name)}[/bold] asks for these tools while the model "
             "acts on it:",
-            *(f"  - {safe(tool, 500)}" for tool in tools),
+            *(f"  - {exact(tool)}" for tool in tools),
             "Approving the skill did not grant them. Granted, they stay with this approval "
             "and end when the skill changes.",
         ]
+        if any(visible(tool) != tool for tool in tools):
+            lines.append(MARKS_NOTE)
         self._show(Text.from_markup("\n".join(lines), overflow="fold", emoji=False))
         choices = {"g": "[bold]g[/bold]rant these tools", "n": "[bold]n[/bold]o"}
         choice = await anyio.to_thread.run_sync(choose, self.console, self.stdin, choices, "n")
@@ -421,25 +428,34 @@ class _TerminalGate(_AtTerminal):
 
 class TerminalExecutionGate(_TerminalGate):
     """An :class:`~skillward.trust.gates.ExecutionGate` that asks at the terminal, naming the
-    skill, its server and the command. "Always for this skill" is offered only when the
+    skill, its server and the command: every argument whole, in its visible form, what
+    names a command or path first. "Always for this skill" is offered only when the
     skill's approval is recorded (the grant joins that record and ends with it)."""
 
     async def decide(self, request: ExecutionRequest) -> Decision:
         skill = request.skill
         where = f"server {safe(skill.origin)}" if skill else "an MCP server"
         if request.identity:
-            where += f", reached by {safe(request.identity, 2000)}"
+            where += f", reached by {exact(request.identity)}"
         lines = [
-            f"The model wants to run [bold]{safe(request.tool, 200)}[/bold] while it acts on "
-            f"skill [bold]{safe(request.name or '?')}[/bold] from {where}.",
+            f"The model wants to run [bold]{exact(request.tool)}[/bold] while it acts on "
+            f"skill [bold]{exact(request.name or '?')}[/bold] from {where}.",
         ]
         if skill is not None:
-            lines.append(f"  skill uri: {safe(skill.locator, 2000)}")
-        lines.append(f"  command: {safe(request.detail or '(no arguments)', 4000)}")
+            lines.append(f"  skill uri: {exact(skill.locator)}")
+        # Whole: the host refuses, without asking, a call too long to show (Gates).
+        shown = request.shown
+        if request.arguments is not None:
+            lines.append("  arguments (what names a command or path first):")
+        else:
+            lines.append("  command:")
+        lines.extend(f"    {escape(line)}" for line in (shown or "(no arguments)").split("\n"))
+        if "\\" in shown:
+            lines.append(f"  {MARKS_NOTE}")
         others = [k for k in request.acting if k != skill]
         if others:
-            shown = ", ".join(f"{safe(k.origin)}:{safe(k.locator)}" for k in others)
-            lines.append(f"  also acting on: {shown} (each is asked about)")
+            listed = ", ".join(f"{safe(k.origin)}:{exact(k.locator)}" for k in others)
+            lines.append(f"  also acting on: {listed} (each is asked about)")
         lines.append(
             "[yellow]The skill's text is written by its server; it may be asking the model "
             "to run this.[/yellow]"
@@ -460,14 +476,15 @@ class TerminalExecutionGate(_TerminalGate):
 
 class TerminalCrossOriginGate(_TerminalGate):
     """A :class:`~skillward.trust.gates.CrossOriginGate` that asks at the terminal, per call,
-    naming the server read and every server whose text is in context. Never remembered."""
+    naming the server read and every server whose text is in context, and the URI whole.
+    Never remembered."""
 
     async def decide(self, request: CrossOriginRequest) -> Decision:
         acting = ", ".join(safe(label) for label in request.acting)
         lines = [
             f"The model wants to read from server [bold]{safe(request.target)}[/bold] while "
             f"text from server {acting} is in its context.",
-            f"  uri: {safe(request.uri, 2000)}",
+            f"  uri: {exact(request.uri)}",
             "[yellow]Text from one server can steer the model into reading another: allow "
             "it only if you asked for this.[/yellow]",
         ]
