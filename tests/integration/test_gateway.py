@@ -27,7 +27,14 @@ from skillward.trust._store import FileApprovalStore
 from skillward.trust.approvals import ActivationRequest
 from skillward.trust.audit import AuditTrail, read_events
 from skillward.trust.policy import NoPolicy
-from tests.support.gated import DEPLOY_BODY_LINE, NOTES, Served, build_gated_tree, serve
+from tests.support.gated import (
+    DEPLOY_BODY_LINE,
+    NOTES,
+    Served,
+    big_skill,
+    build_gated_tree,
+    serve,
+)
 from tests.support.gateway import MODES, Asker, choose, client_of, gateway_over, meta, text
 from tests.support.hostile import FORGED_BODY, build_hostile_server, build_hostile_tree
 from tests.support.keys import MemoryKeys
@@ -102,7 +109,7 @@ async def test_an_approved_skill_comes_back_as_a_verified_block_with_its_hash_in
     assert "acme:deploy" in message
     assert data["manifest_hash"] in message
     assert "skill://deploy/notes.md" in message
-    assert "Bash, Write" in message
+    assert "  - Bash\n  - Write\n" in message
     assert asker.schemas[0]["properties"]["decision"]["enum"] == [
         "once",
         "session",
@@ -125,6 +132,30 @@ async def test_a_client_without_elicitation_gets_no_content_and_is_told_to_run_s
     assert DEPLOY_BODY_LINE not in text(result)
     assert "skillward approve acme:deploy" in text(result)
     assert meta(result)["error"] == "ApprovalRequired"
+
+
+@pytest.mark.threat("T46")
+@pytest.mark.threat("T26")
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_question_too_long_for_a_form_is_not_asked_and_the_person_is_told_where_to_decide(
+    tmp_path: Path, mode: str
+) -> None:
+    big_skill(tmp_path / "acme")
+    asker = Asker([choose("once")])
+    with anyio.fail_after(WAIT):
+        async with (
+            gateway_over([serve(tmp_path / "acme", "acme").spec]) as gateway,
+            client_of(gateway, mode, asker) as client,
+        ):
+            result = await client.call_tool("read_skill", {"ref": "big"})
+    assert asker.messages == []  # nobody was asked a question cut short
+    assert result.is_error
+    assert meta(result)["error"] == "ApprovalRequired"
+    said = " ".join(text(result).split())
+    assert "more than the 16384 the gateway puts in a form" in said
+    assert "skillward approve acme:big" in said
+    assert "--approval-page" in said
+    assert "<skillward:skill" not in text(result)
 
 
 @pytest.mark.threat("T46")

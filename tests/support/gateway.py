@@ -72,12 +72,15 @@ class Browser:
     pages: list[httpx2.Response] = field(default_factory=list)
     posts: list[httpx2.Response] = field(default_factory=list)
     urls: list[str] = field(default_factory=list)
+    #: What each elicitation said, beside its URL.
+    messages: list[str] = field(default_factory=list)
 
     async def __call__(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult:
         assert isinstance(params, types.ElicitRequestURLParams)
         self.urls.append(params.url)
+        self.messages.append(params.message)
         if self.action != "accept":
             return types.ElicitResult(action=self.action)
         async with httpx2.AsyncClient() as http:

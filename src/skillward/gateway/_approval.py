@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from skillward.core.errors import printable
 from skillward.core.origins import SkillKey
+from skillward.core.visible import LEGEND, shown_length, visible
 from skillward.trust.approvals import (
     ActivationRequest,
     Answer,
@@ -58,9 +59,8 @@ SCHEMA: dict[str, object] = {
     "required": [DECISION_FIELD],
 }
 _SCOPES = {"once": Scope.ONCE, "session": Scope.SESSION, "remember": Scope.REMEMBER}
-#: How much of each server-written value the message shows.
+#: How much of each value the message shows that is only said, never approved or granted.
 _SHOWN = 300
-_FILES_SHOWN = 30
 
 
 def approval_message(
@@ -69,16 +69,21 @@ def approval_message(
     change: Change | None,
     remember_unavailable: str | None,
 ) -> str:
-    """What the person is asked, in plain text: every server-written value escaped."""
+    """What the person is asked, in plain text: every server-written value escaped, and
+    what is approved (the skill, its server, its files) whole, one value a line, in its
+    visible form (``core/visible.py``), never cut; so is each tool it requests, unless
+    they are too long to show together (``Limits.max_shown_tools``: then their number).
+    The gateway refuses to put a question longer than ``Limits.max_shown_question`` in
+    a form."""
     record = request.record
     entry = record.entry
-    lines = [f"Load the skill {printable(qualified, limit=_SHOWN)}?"]
+    lines = [f"Load the skill {visible(qualified)}?"]
     if change is not None:
         lines.append(f"CHANGED since it was approved: {printable(change.summary(), limit=600)}.")
     label = record.origin.label
     origin = f"server {label}" if record.origin.is_mcp else f"the local skills {label}"
     if request.identity:
-        origin += f", reached by {printable(request.identity, limit=_SHOWN)}"
+        origin += f", reached by {visible(request.identity)}"
     lines.append(f"From {origin}.")
     if record.origin.is_mcp and record.origin.detail:
         lines.append(
@@ -89,16 +94,18 @@ def approval_message(
         digest = content_hash(entry)
         lines.append(f"Content hash: {digest or 'none (dynamic skill, unverifiable)'}.")
         files = sorted(entry.manifest)
-        shown = [printable(uri, limit=_SHOWN) for uri in files[:_FILES_SHOWN]]
-        more = f" and {len(files) - _FILES_SHOWN} more" if len(files) > _FILES_SHOWN else ""
-        lines.append(f"Files ({len(files)}): " + ", ".join(shown) + more + ".")
+        lines.append(f"Files ({len(files)}):")
+        lines.extend(f"  - {visible(uri)}" for uri in files)
     tools = request.requested_tools
     if tools:
-        asked = ", ".join(printable(tool, limit=80) for tool in tools[:20])
+        listed = shown_length(tools) <= request.max_shown_tools
+        asks = "these tools" if listed else f"{len(tools)} tools, too long to show whole here"
         lines.append(
-            f"It requests the tools: {asked}. The gateway grants none of them: it cannot run "
-            "or stop your host's tools."
+            f"It requests {asks}. The gateway grants none of them: it cannot run or stop "
+            "your host's tools."
         )
+        if listed:
+            lines.extend(f"  - {visible(tool)}" for tool in tools)
     for collision in request.collisions[:5]:
         lines.append(f"Note: {printable(collision, limit=_SHOWN)}")
     if remember_unavailable:
@@ -108,6 +115,8 @@ def approval_message(
         )
     if record.origin.is_mcp:
         lines.append("The skill's text is written by the server: it is data, not instructions.")
+    if any("\\" in line for line in lines):
+        lines.append(f"Each value is shown whole; {LEGEND}.")
     return "\n".join(lines)
 
 

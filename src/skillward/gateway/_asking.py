@@ -69,6 +69,9 @@ class Question:
     qualified: str
     digest: str | None
     message: str
+    #: Whether ``message`` fits an elicitation (``Limits.max_shown_question``); one that
+    #: does not is shown on the approval page alone.
+    fits: bool = True
 
 
 #: An answer obtained (action, content), or the round trip that will bring one.
@@ -202,6 +205,8 @@ class Asker:
         )
         asking = f"Review the skill {question.qualified} and decide on the page.\n" + (
             question.message
+            if question.fits
+            else "The question is too long to show here whole: the page shows all of it."
         )
         if modern:
             url = types.ElicitRequestURLParams(message=asking, url=page.url)

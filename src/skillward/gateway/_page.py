@@ -45,7 +45,8 @@ logger = logging.getLogger("skillward")
 MAX_PAGES = 64
 #: Bytes of a decision's body read at most.
 _MAX_BODY = 4096
-#: Characters of one shown line, at most (the rest is cut, and says so).
+#: Characters of one shown line of SKILL.md or of the changes, at most (the rest is cut,
+#: and says so); the question's lines, what is approved, are shown whole.
 _LINE = 4000
 _SECURITY_HEADERS = [
     (
@@ -66,10 +67,11 @@ _CHOICE_TEXT = {
 }
 
 
-def _shown(text: str) -> str:
+def _shown(text: str, *, whole: bool = False) -> str:
     """``text`` for the page: each line escaped for people (no control, bidi or invisible
-    characters), then for HTML."""
-    lines = (printable(line, limit=_LINE) for line in text.splitlines())
+    characters), then for HTML; ``whole``, no line is cut (the question: what it approves
+    is shown whole)."""
+    lines = (printable(line, limit=len(line) if whole else _LINE) for line in text.splitlines())
     return html.escape("\n".join(lines))
 
 
@@ -96,7 +98,7 @@ class Page:
             "pre{white-space:pre-wrap;border:1px solid #999;padding:1em}"
             "button{margin:.3em;padding:.5em 1em}</style></head><body>",
             f"<h1>{_shown(self.title)}</h1>",
-            f"<pre>{_shown(self.message)}</pre>",
+            f"<pre>{_shown(self.message, whole=True)}</pre>",
         ]
         if self.changes is not None:
             parts.append("<h2>What changed since it was approved</h2>")

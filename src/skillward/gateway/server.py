@@ -338,7 +338,30 @@ class Gateway:
             )
         why_not_remember = await session.book.remember_unavailable(request)
         message = approval_message(request, qualified, change, why_not_remember)
-        question = Question(session, record, qualified, digest, message)
+        limit = host.limits.max_shown_question
+        if len(message) > limit and not on_page:
+            # A form shows it all or it is not asked: nothing is approved on a part.
+            _audit_denial(
+                session,
+                record,
+                request.identity,
+                digest,
+                "the question is too long to show whole in the client's form",
+            )
+            return self._origin_error(
+                ApprovalRequired(
+                    f"loading skill {qualified!r} needs the person's approval, and the "
+                    f"question takes {len(message)} characters to show whole, more than the "
+                    f"{limit} the gateway puts in a form; nothing was loaded. Ask the person "
+                    f"to run: skillward approve {qualified} (in a terminal, which shows it "
+                    "whole), or to start the gateway with --approval-page, then call "
+                    "read_skill again",
+                    server=record.origin.label,
+                    uri=record.key.locator,
+                ),
+                record,
+            )
+        question = Question(session, record, qualified, digest, message, len(message) <= limit)
         try:
             if pages is not None and on_page:
                 asked = await self.asker.ask_on_page(ctx, pages, question, verdict, params)
