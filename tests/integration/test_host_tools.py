@@ -11,10 +11,13 @@ import anyio
 import pytest
 from jsonschema import Draft202012Validator
 
+from skillward.core.errors import ApprovalDenied, SkillChanged
 from skillward.edge.servers import InMemoryTransport, ServerSpec
 from skillward.host.skillhost import TOOL_SCHEMAS, SkillHost, ToolStyle
 from skillward.serve.server import build_skills_server
+from skillward.trust.approvals import Decision
 from tests.support.doubles import Approving
+from tests.support.gated import serve
 from tests.support.trees import skill_md, write
 
 pytestmark = pytest.mark.anyio
@@ -125,3 +128,66 @@ async def test_a_responses_api_function_call_item_is_handled_like_any_other_call
     assert (notes.kind, notes.content) == ("file", "notes\n")
     assert unknown is not None
     assert unknown.error_type == "SkillNotFound"
+
+
+# --- the host's activation and the model's read_skill ------------------------------------------
+
+
+async def test_a_skill_the_host_activated_is_not_asked_about_again_when_the_model_reads_it(
+    tmp_path: Path,
+) -> None:
+    approver = Approving()
+    with anyio.fail_after(30):
+        async with SkillHost(approver=approver) as host:
+            await host.connect(spec(tmp_path))
+            activation = await host.activate("refunds")
+            read = await host.read_skill_block("refunds")
+            called = await host.handle_tool_call("read_skill", {"name": "acme:refunds"})
+    assert len(approver.asked) == 1
+    assert read == called == activation.block
+    assert read.kind == "skill"
+
+
+@pytest.mark.threat("T9")
+async def test_a_skill_that_changed_since_the_host_activated_it_is_asked_about_again(
+    tmp_path: Path,
+) -> None:
+    approver = Approving()
+    write(tmp_path, "plain/SKILL.md", skill_md("plain", "Asks for nothing"))
+    write(tmp_path, "plain/notes.md", b"notes\n")
+    served = serve(tmp_path, "acme")
+    with anyio.fail_after(30):
+        async with SkillHost(approver=approver) as host:
+            await host.connect(served.spec)
+            await host.activate("plain")
+            served.change("plain/notes.md", b"other notes\n")
+            with pytest.raises(SkillChanged):
+                await host.read_file("plain", "notes.md")
+            read = await host.read_skill_block("plain")
+    assert len(approver.asked) == 2
+    assert read.kind == "skill"
+    assert approver.asked[1].record.entry != approver.asked[0].record.entry  # the new content
+
+
+async def test_another_session_of_the_host_asks_its_own_approver(tmp_path: Path) -> None:
+    first, second = Approving(), Approving(answer=Decision.DENY)
+    with anyio.fail_after(30):
+        async with SkillHost(approver=first) as host:
+            await host.connect(spec(tmp_path))
+            await host.activate("refunds")
+            async with host.session(approver=second) as other:
+                refused = await other.read_skill_block("refunds")
+    assert (len(first.asked), len(second.asked)) == (1, 1)
+    assert refused.error_type == "ApprovalDenied"
+
+
+async def test_the_default_approver_refuses_saying_how_to_give_the_host_one(
+    tmp_path: Path,
+) -> None:
+    with anyio.fail_after(30):
+        async with SkillHost() as host:
+            await host.connect(spec(tmp_path))
+            with pytest.raises(ApprovalDenied) as refused:
+                await host.activate("refunds")
+    assert "SkillHost(approver=...)" in refused.value.hint
+    assert "TerminalApprover(Terminal())" in refused.value.hint

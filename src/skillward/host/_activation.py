@@ -41,6 +41,7 @@ from skillward.trust.approvals import (
     Answer,
     Approver,
     Decision,
+    DenyAll,
     Granting,
     Grants,
     content_hash,
@@ -51,6 +52,13 @@ from skillward.trust.approvals import (
 __all__ = ["Activator"]
 
 logger = logging.getLogger("skillward")
+
+#: Why DenyAll, the approver of a host given none, refused; and what to give it instead.
+_NO_APPROVER = (
+    "The host's approver is DenyAll, the default, which approves nothing: build it with "
+    "SkillHost(approver=...), for example TerminalApprover(Terminal()) to ask at the "
+    "terminal (from skillward import Terminal, TerminalApprover; docs/host.md)."
+)
 
 
 def _describe_change(old: SkillEntry, new: SkillEntry) -> str:
@@ -123,6 +131,7 @@ class Activator:
                 server=record.origin.label,
                 uri=record.key.locator,
                 local=not record.origin.is_mcp,
+                hint=_NO_APPROVER if isinstance(self._approver, DenyAll) else None,
             )
         granted = self._granted_tools(request, answer, pinned=pin is not None)
         if record.origin.is_mcp:
