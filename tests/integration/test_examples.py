@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pexpect
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -68,3 +70,40 @@ def test_the_sync_example_answers_two_threads_at_once_in_the_responses_api_shape
     assert "an error block from host: SkillNotFound" in lines[second + 1]
     assert "an error block from host: UnknownServer" in lines[second + 2]
     assert lines[-1].startswith("closed:")
+
+
+def readme_embedding_snippet() -> str:
+    """The README's Python code block for host developers, exactly as written."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"^```python\n(.*?)^```$", readme, flags=re.M | re.S)
+    return str(block)
+
+
+def test_the_readmes_embedding_snippet_runs_as_written_and_asks_once(tmp_path: Path) -> None:
+    snippet = tmp_path / "host.py"
+    snippet.write_text(readme_embedding_snippet(), encoding="utf-8")
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "NO_COLOR": "1",
+        "COLUMNS": "200",
+    }
+    child: pexpect.spawn[bytes] = pexpect.spawn(
+        sys.executable, [str(snippet)], env=env, cwd=str(tmp_path), timeout=60
+    )
+    try:
+        child.expect(r"eny\? .*\(d\)")  # approve once, ..., deny? (d)
+        child.sendline("o")
+        child.expect(pexpect.EOF)
+        assert isinstance(child.before, bytes)
+        after = child.before.decode()
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0, after
+    assert "(d)" not in after  # asked once, before the skill was loaded
+    assert "<skillward:skill " in after
+    assert "<skillward:file " in after
+    assert after.count('verified="true"') == 2
+    assert "<skillward:error" not in after
