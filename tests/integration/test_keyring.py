@@ -55,7 +55,8 @@ def test_the_key_and_counter_live_in_the_secret_service_and_another_process_read
     store.put(record())
     store.put(record().model_copy(update={"granted_at": 2.0}))
     keys = OsKeyring(str(path.absolute()), backend=secret_service)
-    assert keys.generation() == 2
+    # The generation, and the code line of the copy the counter vouches for.
+    assert keys.counter() == "2 " + path.read_text().partition("\n")[0]
     key = keys.key(create=False)
     assert key is not None
     assert len(key) == 32
@@ -281,9 +282,9 @@ def test_a_counter_that_stays_missing_still_untrusts_the_store_after_the_bounded
     backend.reads.clear()
     reader = FileApprovalStore(path, keys=OsKeyring("x", backend=backend))
     assert reader.get(record().key) is None
-    assert "ahead of the keyring's counter" in reader.problems[0].message
+    assert "no rollback counter" in reader.problems[0].message
     assert len(list(tmp_path.glob("approvals.json.untrusted-*"))) == 1
-    assert backend.reads["generation"] == VERIFY_ATTEMPTS + 1  # and once after moving it aside
+    assert backend.reads["generation"] == VERIFY_ATTEMPTS
 
 
 @pytest.mark.threat("T27")
@@ -305,6 +306,55 @@ def test_a_keyring_that_keeps_failing_mid_read_refuses_to_remember_and_records_n
     assert store.get(record().key) is None  # grants nothing meanwhile, and raises nothing
     assert path.read_bytes() == before  # not moved aside: the file may well be fine
     assert store.problems == []
+
+
+class CounterRefused(Plaintext):
+    """Recommended and working, but while ``refuse`` every update of the store's counter
+    fails, as in a keyring locked again or a bus gone away mid-write."""
+
+    priority = 5
+    refuse = False
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        if self.refuse and username.startswith("approvals-generation-"):
+            raise keyring.errors.PasswordSetError("the collection is locked")
+        super().set_password(service, username, password)
+
+
+@pytest.mark.anyio
+@pytest.mark.threat("T9")
+async def test_a_revocation_the_keyring_could_not_count_holds_and_no_restored_copy_undoes_it(
+    tmp_path: Path,
+) -> None:
+    backend = CounterRefused()
+    path = tmp_path / "approvals.json"
+
+    def book(prompter: Scripted) -> ApprovalBook:
+        return ApprovalBook(
+            prompter, store=FileApprovalStore(path, keys=OsKeyring("x", backend=backend))
+        )
+
+    v1, v2 = (make_request(make_entry({"notes.md": text})) for text in (b"v1\n", b"v2\n"))
+    other = make_request(make_entry({"notes.md": b"v1\n"}, root="skill://acme/other"))
+    prompter = Scripted([yes(Scope.REMEMBER)])
+    approvals = book(prompter)
+    assert await approvals.decide(v1) is Decision.APPROVE
+    previous = path.read_bytes()
+    backend.refuse = True
+    assert await approvals.decide(v2) is Decision.DENY  # changed: v1's approval is revoked
+    path.write_bytes(previous)  # the copy from before the revocation, put back
+    assert await approvals.decide(v1) is Decision.DENY  # the revocation holds here
+    change = prompter.questions[-1].change
+    assert change is not None
+    assert change.revoked
+    backend.refuse = False
+    prompter.answers.append(yes(Scope.REMEMBER))
+    assert await approvals.decide(other) is Decision.APPROVE  # the next write: counted
+    stored = FileApprovalStore(path, keys=OsKeyring("x", backend=backend)).get(v1.key)
+    assert stored is not None
+    assert stored.revoked is not None
+    path.write_bytes(previous)
+    assert await book(Scripted()).decide(v1) is Decision.DENY  # refused as an older copy
 
 
 class Counting(Locked):

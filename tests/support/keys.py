@@ -4,7 +4,8 @@
 it keeps the key it read until asked for a fresh one, so two ``MemoryKeys`` over one
 ``Keyring`` behave as two processes sharing the OS keyring. ``FileKeys`` keeps the key
 and counter in a JSON file so several real processes share them; the store only
-changes it while holding its lock, as it does the keyring.
+changes it while holding its lock, as it does the keyring. ``FailingCounter`` is either
+of them with a counter update that fails on demand.
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
+
+from skillward.core.errors import RememberUnavailable
+from skillward.trust._store import KeyProvider
 
 
 @dataclass
@@ -21,11 +26,12 @@ class Keyring:
     """What the keyring holds, shared by every process using it."""
 
     secret: bytes | None = None
-    counter: int = 0
+    #: The rollback counter as the store set it (None: never set, or deleted).
+    counter: str | None = None
     #: Why the keyring cannot be used (locked, not recommended), or None.
     refuse: str | None = None
     #: How often the counter was read (each read of the OS keyring is a D-Bus round trip).
-    generation_reads: int = 0
+    counter_reads: int = 0
 
 
 class MemoryKeys:
@@ -48,11 +54,11 @@ class MemoryKeys:
         self.keyring.secret = value
 
     @property
-    def counter(self) -> int:
+    def stored_counter(self) -> str | None:
         return self.keyring.counter
 
-    @counter.setter
-    def counter(self, value: int) -> None:
+    @stored_counter.setter
+    def stored_counter(self, value: str | None) -> None:
         self.keyring.counter = value
 
     @property
@@ -77,11 +83,11 @@ class MemoryKeys:
         self._key = self.keyring.secret = secrets.token_bytes(32)
         return self._key
 
-    def generation(self) -> int:
-        self.keyring.generation_reads += 1
+    def counter(self) -> str | None:
+        self.keyring.counter_reads += 1
         return self.keyring.counter
 
-    def set_generation(self, value: int) -> None:
+    def set_counter(self, value: str) -> None:
         self.keyring.counter = value
 
 
@@ -117,10 +123,39 @@ class FileKeys:
         self._save({**self._state(), "key": key.hex()})
         return key
 
-    def generation(self) -> int:
-        value = self._state().get("generation", 0)
-        assert isinstance(value, int)
+    def counter(self) -> str | None:
+        value = self._state().get("counter")
+        assert value is None or isinstance(value, str)
         return value
 
-    def set_generation(self, value: int) -> None:
-        self._save({**self._state(), "generation": value})
+    def set_counter(self, value: str) -> None:
+        self._save({**self._state(), "counter": value})
+
+
+@dataclass
+class FailingCounter:
+    """A key provider whose counter update fails on demand, over a real one: with
+    ``fail="before"`` the counter is left as it was, with ``"after"`` it was raised but the
+    call still fails (the keyring's answer was lost; or the writer died just then)."""
+
+    keys: KeyProvider
+    fail: Literal["before", "after"] | None = None
+
+    def unavailable(self) -> str | None:
+        return self.keys.unavailable()
+
+    def key(self, *, create: bool, fresh: bool = False) -> bytes | None:
+        return self.keys.key(create=create, fresh=fresh)
+
+    def rotate(self) -> bytes:
+        return self.keys.rotate()
+
+    def counter(self) -> str | None:
+        return self.keys.counter()
+
+    def set_counter(self, value: str) -> None:
+        if self.fail == "after":
+            self.keys.set_counter(value)
+        if self.fail is not None:
+            raise RememberUnavailable(f"the keyring failed ({self.fail} raising the counter)")
+        self.keys.set_counter(value)

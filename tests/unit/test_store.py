@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 import filelock
 import pytest
@@ -14,7 +15,7 @@ from skillward.core.origins import SkillKey
 from skillward.trust._store import FileApprovalStore
 from skillward.trust.approvals import ApprovalRecord, Scope, record_for
 from tests.support.approvals import HTTP, make_entry
-from tests.support.keys import MemoryKeys
+from tests.support.keys import FailingCounter, FileKeys, MemoryKeys
 
 pytestmark = pytest.mark.threat("T18")
 
@@ -75,11 +76,17 @@ def test_every_single_byte_changed_at_every_offset_makes_the_approval_fail(
                 bad.unlink()
 
 
-def test_an_older_authentic_copy_put_back_is_detected(path: Path, keys: MemoryKeys) -> None:
+def revoked_after_a_copy(path: Path, keys: MemoryKeys) -> bytes:
+    """ONE remembered, then revoked; the authentic copy from before the revocation."""
     store = fresh(path, keys)
     store.put(ONE)
     older = path.read_bytes()  # ONE approved, authentic, generation 1
     store.revoke(ONE.key, reason="the skill changed")
+    return older
+
+
+def test_an_older_authentic_copy_put_back_is_detected(path: Path, keys: MemoryKeys) -> None:
+    older = revoked_after_a_copy(path, keys)
     path.write_bytes(older)
     reader = fresh(path, keys)
     assert reader.get(ONE.key) is None
@@ -147,20 +154,104 @@ def test_an_unusable_keyring_grants_nothing_refuses_writes_and_leaves_the_file(
     assert fresh(path, keys).get(ONE.key) == ONE
 
 
+def test_deleting_the_counter_and_restoring_an_older_store_does_not_bring_back_a_revocation(
+    path: Path, keys: MemoryKeys
+) -> None:
+    older = revoked_after_a_copy(path, keys)
+    keys.stored_counter = None  # deleted from the keyring, which still holds the key
+    path.write_bytes(older)
+    reader = fresh(path, keys)
+    assert reader.get(ONE.key) is None
+    (problem,) = reader.problems
+    assert "no rollback counter" in problem.message
+    assert [p.read_bytes() for p in aside(path)] == [older]
+
+
+def test_a_write_with_no_counter_starts_over_with_a_new_key_so_no_older_copy_verifies(
+    path: Path, keys: MemoryKeys
+) -> None:
+    older = revoked_after_a_copy(path, keys)
+    keys.stored_counter = None
+    path.unlink()  # the store too: nothing on disk is left to refuse
+    old_key = keys.secret
+    fresh(path, keys).put(TWO)
+    assert keys.secret != old_key
+    path.write_bytes(older)
+    reader = fresh(path, keys)
+    assert reader.get(ONE.key) is None
+    assert "authentication code" in reader.problems[0].message
+
+
+def view(keys: MemoryKeys | FileKeys) -> MemoryKeys | FileKeys:
+    """The same keys as another process sees them."""
+    return keys.another_process() if isinstance(keys, MemoryKeys) else keys
+
+
+@pytest.mark.parametrize("fail", ["before", "after"])
+@pytest.mark.parametrize("provider", ["memory", "file"])
+def test_a_revocation_whose_counter_update_failed_is_not_undone_by_restoring_the_previous_copy(
+    path: Path, tmp_path: Path, fail: Literal["before", "after"], provider: str
+) -> None:
+    keys = MemoryKeys() if provider == "memory" else FileKeys(tmp_path / "keys.json")
+    failing = FailingCounter(view(keys))
+    store = FileApprovalStore(path, keys=failing)
+    store.put(ONE)
+    previous = path.read_bytes()
+    failing.fail = fail
+    with pytest.raises(RememberUnavailable, match="raising the counter"):
+        store.revoke(ONE.key, reason="the skill changed")
+    path.write_bytes(previous)  # the copy from before the revocation, put back
+    failing.fail = None
+    store.put(TWO)  # the next write records the revocation still pending, or finds it
+    reader = FileApprovalStore(path, keys=view(keys))
+    revoked = reader.get(ONE.key)
+    assert revoked is not None
+    assert revoked.revoked == "the skill changed"
+    assert reader.get(TWO.key) == TWO
+    assert reader.problems == []
+    path.write_bytes(previous)
+    assert FileApprovalStore(path, keys=view(keys)).get(ONE.key) is None
+
+
 @pytest.mark.threat("T27")
-def test_a_write_whose_counter_update_was_lost_is_accepted_and_repaired(
+def test_a_write_cut_off_after_the_counter_rose_is_completed_by_the_next_load(
     path: Path, keys: MemoryKeys
 ) -> None:
     fresh(path, keys).put(ONE)
-    keys.counter -= 1  # the writer died between os.replace and the keyring update
-    assert fresh(path, keys).get(ONE.key) == ONE
-    assert keys.counter == 1
+    cut_off = FileApprovalStore(path, keys=FailingCounter(keys.another_process(), fail="after"))
+    with pytest.raises(RememberUnavailable):
+        cut_off.put(TWO)  # the counter rose; the store file was never replaced
+    reader = fresh(path, keys)
+    assert reader.get(TWO.key) == TWO
+    assert reader.get(ONE.key) == ONE
+    assert reader.problems == []
+    assert aside(path) == []
+
+
+@pytest.mark.threat("T27")
+def test_the_copy_of_a_write_that_never_raised_the_counter_is_never_taken_for_the_store(
+    path: Path, keys: MemoryKeys
+) -> None:
+    fresh(path, keys).put(ONE)
+    abandoned = FileApprovalStore(path, keys=FailingCounter(keys.another_process(), fail="before"))
+    with pytest.raises(RememberUnavailable):
+        abandoned.put(TWO)
+    (left,) = path.parent.glob(f".{path.name}.*.tmp")
+    stale = left.read_bytes()  # authentic: ONE and TWO, at the generation the next write takes
+    fresh(path, keys).revoke(ONE.key, reason="the skill changed")
+    assert not left.exists()  # swept by that write
+    path.write_bytes(stale)
+    reader = fresh(path, keys)
+    assert reader.get(ONE.key) is None
+    assert reader.get(TWO.key) is None
+    assert "not the copy the keyring vouches for" in reader.problems[0].message
 
 
 def test_a_store_ahead_of_the_keyring_counter_is_untrusted(path: Path, keys: MemoryKeys) -> None:
     fresh(path, keys).put(ONE)
+    first = keys.stored_counter
     fresh(path, keys).put(TWO)
-    keys.counter = 0
+    keys.stored_counter = first
     assert fresh(path, keys).get(ONE.key) is None
     assert len(aside(path)) == 1
 
@@ -213,12 +304,12 @@ def test_a_write_reads_the_keyring_counter_once_and_keeps_what_it_wrote(
 ) -> None:
     store = fresh(path, keys)
     store.put(ONE)
-    reads = keys.keyring.generation_reads
+    reads = keys.keyring.counter_reads
     store.put(TWO)
-    assert keys.keyring.generation_reads == reads + 1
+    assert keys.keyring.counter_reads == reads + 1
     assert store.get(TWO.key) == TWO
     assert store.get(ONE.key) == ONE
-    assert keys.keyring.generation_reads == reads + 1  # not read back and checked again
+    assert keys.keyring.counter_reads == reads + 1  # not read back and checked again
 
 
 @pytest.mark.parametrize("how", ["in-place", "replaced"])

@@ -1,4 +1,4 @@
-"""The approval store's key and generation counter, in the OS keyring.
+"""The approval store's key and rollback counter, in the OS keyring.
 
 This is the only module importing ``keyring``. Everything is kept under one
 service name, ``skillward``; the account names carry a short hash of the store's
@@ -68,7 +68,7 @@ def _no_collection(exc: Exception) -> bool:
 class OsKeyring:
     """A key provider backed by the OS keyring (``keyring.get_keyring()`` by default).
 
-    The key is read once per process and kept; the generation counter is read
+    The key is read once per process and kept; the rollback counter is read
     whenever the store is loaded, because other processes move it. ``pause`` waits
     between the tries of a call that failed with a D-Bus error.
     """
@@ -206,12 +206,9 @@ class OsKeyring:
         self._key = key
         return key
 
-    def generation(self) -> int:
-        """The counter the newest store must carry (0 when none was ever written)."""
-        text = self._get("generation")
-        if text is None:
-            return 0
-        return int(text) if text.isdigit() else -1
+    def counter(self) -> str | None:
+        """The store's rollback counter as last set (None when there is none)."""
+        return self._get("generation")
 
-    def set_generation(self, value: int) -> None:
-        self._set("generation", str(value))
+    def set_counter(self, value: str) -> None:
+        self._set("generation", value)

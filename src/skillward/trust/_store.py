@@ -2,9 +2,13 @@
 
 Layout: the first line is the HMAC-SHA256 (lowercase hex) of the rest of the file,
 keyed with 32 random bytes kept in the OS keyring (``_keys.py``); the rest is
-the canonical JSON of the records and a **generation** number. The keyring
-keeps the generation too, and it rises on every write, so an older authentic
-copy of the file cannot be put back to bring back a revoked approval.
+the canonical JSON of the records and a **generation** number. The keyring keeps a
+**rollback counter** beside the key: the generation and the code of the one copy it
+vouches for. It moves on every write, so no other authentic copy (an older one, or
+one a write left behind) can be put in the store's place to bring back a revoked
+approval. The key and the counter go together: a key with no counter (removed, or
+never written) means an older copy could not be told apart, so the file is refused
+and the next write starts over with a new key.
 
 * Every use of the keyring happens under a ``filelock`` lock next to the store:
   the check that the keyring works (once per process), each load and each write.
@@ -12,16 +16,20 @@ copy of the file cannot be put back to bring back a revoked approval.
   between being found and being read), so processes never touch its items at
   once; a keyring call failing with a D-Bus error is tried again, bounded
   (``_keys.py``).
-* Reads check the code over the exact bytes on disk, then the generation. A file
-  that fails either grants nothing: it is moved aside (never deleted), reported,
-  and the store starts empty. A failure that depends on what the keyring returned
-  (a missing key or counter) is checked again with fresh reads, a bounded number
-  of times, before the file is moved aside.
-* Writes, under the same lock: read, verify, change, write a temp file in the
-  same directory, fsync, ``os.replace``, fsync the directory, then raise the
-  keyring's counter. A writer killed at any point leaves either the old file or
-  the new one; a new file whose counter was not raised yet is accepted
-  (generation = counter + 1) and the counter is repaired.
+* Reads check the code over the exact bytes on disk, then that the counter vouches
+  for them. A file that fails either grants nothing: it is moved aside (never
+  deleted), reported, and the store starts empty. A failure that depends on what the
+  keyring returned (a missing key or counter) is checked again with fresh reads, a
+  bounded number of times, before the file is moved aside.
+* Writes, under the same lock: read, verify, change, write the new copy to a temp
+  file in the same directory (fsync it and the directory), raise the counter to it,
+  then ``os.replace`` and fsync the directory. The counter moves first, so the copy
+  on disk stops being trusted before the new one replaces it: a write whose counter
+  could not be raised changes nothing on disk, and its revocations stay pending in
+  this process, written by its next write. A writer cut off after raising the
+  counter leaves the copy it vouches for in its temp file, and the next load
+  finishes the write from it; a temp file the counter does not vouch for is never
+  used, and the next write removes it.
 * A parsed store is kept per process and re-read only when the file changes
   (inode, size, mtime or ctime), so a lookup costs a ``stat`` and a dict lookup.
 
@@ -53,6 +61,7 @@ from skillward.core.config import Limits
 from skillward.core.errors import RememberUnavailable, StoreTampered
 from skillward.core.origins import SkillKey
 from skillward.edge._dirs import approvals_file
+from skillward.edge._tree import READ_FLAGS, FileTooLarge, NotRegularFile, read_open_file
 from skillward.trust._keys import OsKeyring
 from skillward.trust.approvals import ApprovalRecord, Scope
 
@@ -78,7 +87,7 @@ VERIFY_ATTEMPTS = 3
 
 
 class KeyProvider(Protocol):
-    """The store's secret key and generation counter (the OS keyring by default)."""
+    """The store's secret key and rollback counter (the OS keyring by default)."""
 
     def unavailable(self) -> str | None:
         """Why the key cannot be kept (naming the keyring), or None when it can."""
@@ -89,10 +98,11 @@ class KeyProvider(Protocol):
     def rotate(self) -> bytes:
         """A new key, replacing the old one."""
 
-    def generation(self) -> int:
-        """The generation the newest store carries (0 when none was written; < 0 if unreadable)."""
+    def counter(self) -> str | None:
+        """The rollback counter as last set (None when there is none)."""
 
-    def set_generation(self, value: int) -> None: ...
+    def set_counter(self, value: str) -> None:
+        """Set the rollback counter; RememberUnavailable when it cannot be."""
 
 
 Signature = tuple[int, int, int, int, int]
@@ -103,10 +113,33 @@ _DECODER = json.JSONDecoder()
 _FOOTER = b"]}"
 
 
+@dataclass(frozen=True, slots=True)
+class _Counter:
+    """What the keyring vouches for: the generation and the code line of the newest copy."""
+
+    generation: int
+    code: bytes
+
+    def text(self) -> str:
+        return f"{self.generation} {self.code.decode('ascii')}"
+
+
+_COUNTER = re.compile(r"(0|[1-9][0-9]{0,17}) ([0-9a-f]{64})\Z")
+
+
+def _counter(text: str | None) -> _Counter | None:
+    """The counter the keyring holds as ``text``; None when it holds none or unreadable text."""
+    match = _COUNTER.match(text) if text is not None else None
+    if match is None:
+        return None
+    return _Counter(int(match.group(1)), match.group(2).encode("ascii"))
+
+
 @dataclass
 class _Loaded:
     signature: Signature | None
-    generation: int
+    #: What the keyring vouched for when the store was read (None: no counter).
+    counter: _Counter | None
     lines: Lines = field(default_factory=dict)
     parsed: dict[tuple[str, str], ApprovalRecord | None] = field(default_factory=dict)
 
@@ -139,6 +172,14 @@ def _line(record: dict[str, Any]) -> bytes:
     """One record as its line: ``[label, uri, {fields}]``, canonical JSON, ASCII only."""
     value = [record["label"], record["uri"], record]
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def _revoked(line: bytes, reason: str) -> bytes | None:
+    """A stored record's line marked revoked; None if it is revoked already."""
+    _, _, fields = json.loads(line)
+    if fields.get("revoked") is not None:
+        return None
+    return _line({**fields, "revoked": reason})
 
 
 # The start of a record line: two JSON strings with no escapes (labels and canonical URIs
@@ -251,6 +292,9 @@ class FileApprovalStore:
         self._report = report or (lambda error: logger.warning("%s", error.diagnostics()))
         self._cache: _Loaded | None = None
         self._mutex = threading.Lock()
+        # Revocations a write could not record (its counter did not rise), by key: the next
+        # write records them.
+        self._unwritten: dict[tuple[str, str], str] = {}
         self._checked = False  # the key provider's first check was made under the lock
 
     @property
@@ -305,23 +349,28 @@ class FileApprovalStore:
         self._update(change)
 
     def revoke(self, key: SkillKey, *, reason: str) -> bool:
+        """Mark the record for ``key`` revoked; True if there was one. When the write fails
+        (RememberUnavailable), the revocation is kept and written by the next write."""
         found = False
 
         def change(lines: Lines) -> bool:
             nonlocal found
             line = lines.get((key.origin, key.locator))
-            if line is None:
-                return False
-            _, _, fields = json.loads(line)
-            if fields.get("revoked") is not None:
+            revoked = _revoked(line, reason) if line is not None else None
+            if revoked is None:
                 return False
             found = True
-            lines[key.origin, key.locator] = _line({**fields, "revoked": reason})
+            lines[key.origin, key.locator] = revoked
             return True
 
         if self.unavailable() is not None:
             return False  # nothing stored can be trusted or changed without the keyring
-        self._update(change)
+        try:
+            self._update(change)
+        except RememberUnavailable:
+            with self._mutex:
+                self._unwritten.setdefault((key.origin, key.locator), reason)
+            raise
         return found
 
     def reset(self) -> None:
@@ -345,9 +394,9 @@ class FileApprovalStore:
         """The trusted records (none when the keyring is unusable), re-read on change."""
         now = self._stat()
         if now is None:
-            return _Loaded(None, 0)  # no store: nothing to verify, the keyring is not asked
+            return _Loaded(None, None)  # no store: nothing to verify, the keyring is not asked
         if self.unavailable() is not None:
-            return _Loaded(None, 0)
+            return _Loaded(None, None)
         with self._mutex:
             cached = self._cache
             # One stat a lookup: a change after it is caught by the next lookup either way.
@@ -357,63 +406,111 @@ class FileApprovalStore:
                 with self._lock():
                     loaded = self._load()
             except RememberUnavailable:
-                return _Loaded(None, 0)  # busy, or the keyring failed: trust nothing, for now
+                return _Loaded(None, None)  # busy, or the keyring failed: trust nothing, for now
             self._cache = loaded
             return loaded
 
-    def _read(self) -> tuple[Signature, bytes] | None:
-        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    def _read(self, path: Path) -> tuple[Signature, bytes] | None:
+        """The bytes of the regular file at ``path`` (never through a link), and its
+        signature; None if there is no such file."""
         try:
-            fd = os.open(self.path, flags)
+            fd = os.open(path, READ_FLAGS)
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise _Untrusted(f"cannot be opened as a plain file ({exc.strerror})") from None
-        with os.fdopen(fd, "rb") as handle:
-            signature = _signature(os.fstat(handle.fileno()))
-            data = handle.read(self.limits.max_store_bytes + 1)
-        if len(data) > self.limits.max_store_bytes:
-            raise _Untrusted(f"is larger than {self.limits.max_store_bytes} bytes")
-        return signature, data
+        try:
+            signature = _signature(os.fstat(fd))
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            return signature, read_open_file(fd, self.limits.max_store_bytes, path)
+        except NotRegularFile:
+            raise _Untrusted("is not a regular file") from None
+        except FileTooLarge:
+            raise _Untrusted(f"is larger than {self.limits.max_store_bytes} bytes") from None
+        except OSError as exc:
+            raise _Untrusted(f"cannot be read ({exc.strerror})") from None
 
     def _load(self) -> _Loaded:
         """The store on disk, verified (lock held). An untrusted file is moved aside and
-        reported, and a missing counter update is repaired."""
+        reported; a write cut off after raising the counter is finished."""
         tries = 1
         while True:
+            text = self.keys.counter()
             try:
-                return self._verified(fresh=tries > 1)
+                return self._verified(text, fresh=tries > 1)
             except _Untrusted as untrusted:
                 if not untrusted.keyring or tries == VERIFY_ATTEMPTS:
                     self._move_aside(untrusted.reason)
-                    return _Loaded(self._stat(), max(self.keys.generation(), 0))
+                    return _Loaded(self._stat(), _counter(text))
             tries += 1  # read the key and counter again before calling the file untrusted
 
-    def _verified(self, *, fresh: bool) -> _Loaded:
-        counter = self.keys.generation()
-        read = self._read()
+    def _verified(self, text: str | None, *, fresh: bool) -> _Loaded:
+        counter = _counter(text)
+        read = self._read(self.path)
         if read is None:
-            return _Loaded(None, max(counter, 0))
+            finished = self._finish(counter) if counter is not None else None
+            return finished or _Loaded(None, counter)
         signature, data = read
         generation, records = self._parse(data, fresh=fresh)
-        if counter < 0:
+        if counter is None:
+            if text is None:
+                raise _Untrusted(
+                    "cannot be checked: the keyring holds its key but no rollback counter "
+                    "(it was removed), so an older copy could not be told apart",
+                    keyring=True,
+                )
             raise _Untrusted(
-                "cannot be checked: the keyring's generation counter is unreadable", keyring=True
+                "cannot be checked: the keyring's rollback counter is unreadable", keyring=True
             )
-        if generation < counter:
+        if generation == counter.generation and hmac.compare_digest(data[:_MAC_HEX], counter.code):
+            return _Loaded(signature, counter, records)
+        if generation > counter.generation:
             raise _Untrusted(
-                f"is an older copy (generation {generation}; the keyring expects {counter}): "
-                "a stored approval may have been brought back after it was revoked"
-            )
-        if generation > counter + 1:
-            raise _Untrusted(
-                f"is ahead of the keyring's counter (generation {generation}, counter {counter})",
+                f"is ahead of the keyring's counter (generation {generation}, counter "
+                f"{counter.generation})",
                 keyring=True,
             )
-        if generation == counter + 1:
-            # A writer died, or failed, between os.replace and raising the counter.
-            self.keys.set_generation(generation)
-        return _Loaded(signature, generation, records)
+        if generation == counter.generation:
+            raise _Untrusted(
+                f"is not the copy the keyring vouches for (generation {generation}): a copy "
+                "a write left behind was put in its place"
+            )
+        finished = self._finish(counter)
+        if finished is not None:
+            return finished
+        raise _Untrusted(
+            f"is an older copy (generation {generation}; the keyring expects "
+            f"{counter.generation}): a stored approval may have been brought back after it "
+            "was revoked"
+        )
+
+    def _finish(self, counter: _Counter) -> _Loaded | None:
+        """The write ``counter`` vouches for, finished from the copy its writer left in a
+        temp file when it was cut off between raising the counter and replacing the
+        store; None if no temp file holds that copy."""
+        for temp in self._temps():
+            try:
+                read = self._read(temp)
+            except _Untrusted:
+                continue
+            if read is None or not hmac.compare_digest(read[1][:_MAC_HEX], counter.code):
+                continue
+            data = read[1]
+            try:
+                generation, records = self._parse(data, fresh=False)
+            except _Untrusted:
+                continue
+            if generation != counter.generation:
+                continue
+            try:
+                written = self._install(*self._stage(data))
+            except OSError:
+                return _Loaded(None, counter, records)  # trusted, and written next time
+            return _Loaded(written, counter, records)
+        return None
 
     def _parse(self, data: bytes, *, fresh: bool) -> tuple[int, Lines]:
         if not data:
@@ -494,37 +591,64 @@ class FileApprovalStore:
         if why is not None:
             raise RememberUnavailable(why)
         with self._mutex, self._lock():
-            self._sweep()
             loaded = self._load()
+            self._sweep()  # after the load, which may finish a write from its temp file
             lines = dict(loaded.lines)
-            if not change(lines) and not rotate:
+            unwritten = self._revoke_unwritten(lines)
+            if not change(lines) and not rotate and not unwritten:
                 return
-            key = self.keys.rotate() if rotate else self.keys.key(create=True)
+            counter = loaded.counter
+            # Without a counter, an older copy signed with the key could not be told apart.
+            new_key = rotate or counter is None
+            key = self.keys.rotate() if new_key else self.keys.key(create=True)
             assert key is not None
             # _load read the counter under this lock: no other writer has moved it since.
-            generation = loaded.generation + 1
+            generation = (counter.generation if counter is not None else 0) + 1
+            data = encode(lines, generation, key)
             try:
-                written = self._write(encode(lines, generation, key))
+                staged = self._stage(data)
             except OSError as exc:
                 raise RememberUnavailable(
                     f"cannot write the approval store {self.path}: {exc.strerror}"
                 ) from None
-            self.keys.set_generation(generation)
-            # Keep what was written, not a re-read of it, only if the file on disk is still
-            # the one written (same inode, size and mtime): a write by anyone else since is
-            # a change, and is read and checked on the next lookup.
-            now = self._stat()
-            ours = now is not None and now[:4] == written[:4]
-            self._cache = _Loaded(now, generation, lines) if ours else None
+            vouched = _Counter(generation, data[:_MAC_HEX])
+            # The counter first: once it rises, the copy on disk is no longer trusted, so
+            # it cannot be put back. If it fails, nothing on disk changed.
+            self.keys.set_counter(vouched.text())
+            try:
+                written = self._install(*staged)
+            except OSError as exc:  # the next load finishes this write from the temp file
+                raise RememberUnavailable(
+                    f"cannot replace the approval store {self.path}: {exc.strerror}"
+                ) from None
+            self._unwritten.clear()
+            # What was written is kept, not re-read, while the file is still the one written.
+            self._cache = _Loaded(written, vouched, lines) if written is not None else None
+
+    def _revoke_unwritten(self, lines: Lines) -> bool:
+        """Mark revoked in ``lines`` what an earlier write could not record; True if any."""
+        changed = False
+        for key, reason in self._unwritten.items():
+            line = lines.get(key)
+            revoked = _revoked(line, reason) if line is not None else None
+            if revoked is not None:
+                lines[key] = revoked
+                changed = True
+        return changed
+
+    def _temps(self) -> Iterator[Path]:
+        """The temp files next to the store (only writers holding the lock make them)."""
+        return self.path.parent.glob(f".{self.path.name}.*.tmp")
 
     def _sweep(self) -> None:
-        """Remove temp files of writers that died (only writers holding the lock make them)."""
-        for leftover in self.path.parent.glob(f".{self.path.name}.*.tmp"):
+        """Remove the temp files of writers that died or failed."""
+        for leftover in self._temps():
             with contextlib.suppress(OSError):
                 leftover.unlink()
 
-    def _write(self, data: bytes) -> Signature:
-        """Replace the store with ``data``; the signature of the file written."""
+    def _stage(self, data: bytes) -> tuple[str, Signature]:
+        """``data`` in a new temp file next to the store, on disk (the file and its name);
+        its path and signature."""
         directory = self.path.parent
         fd, temp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=directory)
         try:
@@ -533,13 +657,21 @@ class FileApprovalStore:
                 handle.flush()
                 os.fsync(handle.fileno())
                 written = _signature(os.fstat(handle.fileno()))
-            os.replace(temp, self.path)
+            _fsync_directory(directory)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
             raise
-        _fsync_directory(directory)
-        return written
+        return temp, written
+
+    def _install(self, temp: str, written: Signature) -> Signature | None:
+        """Replace the store with the staged copy ``temp``. The store's signature, if the
+        file there is still the one written (same inode, size and mtime): a write by anyone
+        else since is a change, read and checked on the next lookup."""
+        os.replace(temp, self.path)
+        _fsync_directory(self.path.parent)
+        now = self._stat()
+        return now if now is not None and now[:4] == written[:4] else None
 
 
 def _fsync_directory(directory: Path) -> None:
