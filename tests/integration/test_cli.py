@@ -50,9 +50,11 @@ def run(
     columns: int = 200,
     keyring: str | None = NO_KEYRING,
     prefix: tuple[str, ...] = (),
+    cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*prefix, sys.executable, "-m", "skillward", *args],
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=TIMEOUT,

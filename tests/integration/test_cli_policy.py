@@ -14,7 +14,7 @@ from skillward.edge.servers import ServerSpec, StdioTransport
 from skillward.host.skillhost import SkillHost
 from skillward.trust.approvals import DenyAll, content_hash
 from tests.integration.test_cli import EXAMPLES, run
-from tests.support.policies import PolicyDirs
+from tests.support.policies import ALLOWED, PolicyDirs, url_named_executable
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLED = sorted((REPO / "policies").glob("*.toml"))
@@ -124,6 +124,39 @@ def test_approve_beyond_the_scope_the_policy_allows_exits_5(tmp_path: Path) -> N
     assert "approvals.persist = 'session'" in result.stderr
     session = run(*argv, "--scope", "session", home=tmp_path)
     assert session.returncode == 0, session.stderr
+
+
+@pytest.mark.threat("T40")
+def test_a_url_allow_entry_refuses_a_cloned_repositorys_command_of_that_name(
+    tmp_path: Path,
+) -> None:
+    repo = tmp_path / "repo"
+    started = tmp_path / "started"
+    url_named_executable(repo, started)
+    config = repo / ".mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"acme": {"command": ALLOWED}}}))
+    user_policy(tmp_path, f'version = 1\n[servers]\nallow = ["{ALLOWED}"]\n')
+    result = run("list", "--no-local", "--config", str(config), home=tmp_path, cwd=repo)
+    assert result.returncode == 5, result.stdout + result.stderr
+    assert "server 'acme'" in result.stderr
+    assert "not in servers.allow" in result.stderr
+    assert not started.exists()
+
+
+@pytest.mark.threat("T41")
+def test_policy_check_reports_a_server_pattern_that_can_never_match(tmp_path: Path) -> None:
+    path = tmp_path / "policy.toml"
+    path.write_text(
+        'version = 1\n[servers]\ndeny = [\n  "https://u@evil.example/*",\n'
+        '  "https://evil.example/mcp?x=1",\n  "https://evil.example/*",\n]\n'
+    )
+    result = run("policy", "check", str(path), home=tmp_path)
+    assert result.returncode == 1
+    first, second = result.stdout.splitlines()
+    assert first.startswith(f"{path}:4: servers.deny: entry 1 ")
+    assert "user name or password" in first
+    assert second.startswith(f"{path}:5: servers.deny: entry 2 ")
+    assert "query or fragment" in second
 
 
 @pytest.mark.threat("T42")

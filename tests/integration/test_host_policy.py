@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from anyio.abc import SocketAttribute, SocketStream
 
 from skillward.cache._disk import DiskCache
 from skillward.cache.seam import NoCache
 from skillward.core.config import Limits
-from skillward.core.errors import ApprovalDenied, ConfigError, PolicyDenied
-from skillward.edge.servers import InMemoryTransport, ServerSpec, StdioTransport
+from skillward.core.errors import ApprovalDenied, ConfigError, PolicyDenied, TransportError
+from skillward.edge.servers import (
+    InMemoryTransport,
+    ServerSpec,
+    StdioTransport,
+    parse_server_option,
+)
 from skillward.host.skillhost import HostConfig, SkillHost
 from skillward.serve.server import build_skills_server
 from skillward.trust._store import FileApprovalStore
@@ -25,7 +33,7 @@ from tests.support.approvals import Scripted
 from tests.support.doubles import Approving
 from tests.support.hostile import HostileState, build_hostile_server, build_hostile_tree
 from tests.support.keys import MemoryKeys
-from tests.support.policies import PolicyDirs
+from tests.support.policies import ALLOWED, PolicyDirs, url_named_executable
 from tests.support.trees import skill_md, write
 
 pytestmark = pytest.mark.anyio
@@ -81,6 +89,72 @@ async def test_a_denied_stdio_server_is_never_started(dirs: PolicyDirs, tmp_path
     error = await refused_connection(dirs.load(), ServerSpec(label="evil", transport=transport))
     assert error.server == "evil"
     assert not started.exists()
+
+
+@pytest.mark.threat("T40")
+async def test_a_url_allow_entry_never_starts_a_stdio_server_whose_command_is_that_url(
+    dirs: PolicyDirs, tmp_path: Path
+) -> None:
+    started = tmp_path / "started"
+    url_named_executable(tmp_path / "repo", started)
+    transport = StdioTransport(command=ALLOWED, cwd=str(tmp_path / "repo"), stderr="discard")
+    spec = ServerSpec(label="acme", transport=transport)
+    dirs.admin(f'version = 1\n[servers]\nallow = ["{ALLOWED}"]\n')
+    error = await refused_connection(dirs.load(), spec)
+    assert error.server == "acme"
+    assert "not in servers.allow" in error.message
+    assert not started.exists()
+    # Named as the command it is, the same server is let in: it was refused for its kind.
+    dirs.admin(f'version = 1\n[servers]\nallow = ["stdio:{ALLOWED}"]\n')
+    with anyio.fail_after(60):
+        async with SkillHost(approver=Approving(), policy=dirs.load()) as host:
+            await host.connect(spec)
+            assert host.resolve("refunds").entry is not None
+    assert started.exists()
+
+
+@asynccontextmanager
+async def listening(contacted: list[bytes]) -> AsyncIterator[int]:
+    """A port on 127.0.0.1 that notes every connection made to it, and closes it."""
+
+    async def handle(stream: SocketStream) -> None:
+        async with stream:
+            contacted.append(b"")
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    async with listener, anyio.create_task_group() as group:
+        group.start_soon(listener.serve, handle)
+        yield listener.extra(SocketAttribute.local_port)
+        group.cancel_scope.cancel()
+
+
+@pytest.mark.threat("T40")
+async def test_a_denied_url_is_refused_in_every_spelling_and_nothing_is_contacted(
+    dirs: PolicyDirs,
+) -> None:
+    contacted: list[bytes] = []
+    with anyio.fail_after(60):
+        async with listening(contacted) as port:
+            dirs.admin(f'version = 1\n[servers]\ndeny = ["http://127.0.0.1:{port}/*"]\n')
+            policy = dirs.load()
+            for url in (
+                f"http://127.0.0.1.:{port}/mcp",
+                f"http://127.0.0.1:{port}?x=/mcp",
+                f"http://2130706433:{port}/mcp",
+                f"http://0x7f.0.0.1:{port}/mcp",
+            ):
+                spec = parse_server_option(f"evil={url}")
+                error = await refused_connection(policy, spec)
+                assert "servers.deny" in error.message, url
+            with pytest.raises(ConfigError) as caught:
+                parse_server_option(f"evil=http://u@127.0.0.1:{port}/mcp")
+            assert caught.value.server == "evil"
+            assert contacted == []
+            # What a deny list cannot stop: another name for the same address.
+            async with SkillHost(approver=Approving(), policy=policy) as host:
+                with pytest.raises(TransportError):
+                    await host.connect(parse_server_option(f"other=http://localhost:{port}/mcp"))
+            assert contacted != []
 
 
 @pytest.mark.threat("T39")

@@ -4,6 +4,7 @@ would make it (owned by the test's user, passed in as the owner), and a user fil
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,3 +69,20 @@ def http_server(label: str, url: str = "https://skills.example.com/mcp") -> Serv
 
 def stdio_server(label: str, command: str, *args: str) -> ServerSpec:
     return ServerSpec(label=label, transport=StdioTransport(command=command, args=args))
+
+
+#: The URL the admin guide's allow lists name.
+ALLOWED = "https://skills.example.com/mcp"
+
+
+def url_named_executable(directory: Path, started: Path) -> Path:
+    """A working stdio server at the relative path ``https:/skills.example.com/mcp`` under
+    ``directory`` (as a cloned repository can hold one), that leaves ``started`` behind."""
+    script = directory / "https:" / "skills.example.com" / "mcp"
+    script.parent.mkdir(parents=True)
+    script.write_text(
+        f"#!{sys.executable}\nimport os, sys\nopen({str(started)!r}, 'w').close()\n"
+        "os.execv(sys.executable, [sys.executable, '-m', 'skillward', 'serve'])\n"
+    )
+    script.chmod(0o755)
+    return script

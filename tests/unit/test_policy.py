@@ -18,14 +18,15 @@ from skillward.core.errors import PolicyDenied
 from skillward.core.origins import Origin, SkillKey
 from skillward.core.registry import SkillRecord
 from skillward.edge.servers import ServerSpec
+from skillward.trust._patterns import glob
 from skillward.trust._policyfile import parse_policy_data
 from skillward.trust._policyload import admin_policy_dir
 from skillward.trust._store import FileApprovalStore
 from skillward.trust.approvals import ActivationRequest, ApprovalRules, Scope, content_hash
-from skillward.trust.policy import EffectivePolicy, GrantKind, NoPolicy, PolicyLayer, _matches
+from skillward.trust.policy import EffectivePolicy, GrantKind, NoPolicy, PolicyLayer, _skill_matches
 from tests.support.approvals import HTTP, make_entry, make_request
 from tests.support.keys import MemoryKeys
-from tests.support.policies import PolicyDirs, http_server, stdio_server
+from tests.support.policies import ALLOWED, PolicyDirs, http_server, stdio_server
 
 GRANTS: tuple[GrantKind, ...] = ("allowed_tools", "execution", "cross_origin")
 REFUNDS = "skill://acme/billing/refunds/SKILL.md"
@@ -176,6 +177,137 @@ def test_server_rules_match_labels_identities_urls_and_command_lines(dirs: Polic
     refused(policy, http_server("other", "https://other.example.com/mcp"))
     npx = refused(policy, stdio_server("acme", "npx", "-y", "@acme/skills"))
     assert "servers.deny = 'npx *'" in npx.message
+
+
+# --- server patterns by transport ------------------------------------------------------------
+
+
+@pytest.mark.threat("T40")
+def test_a_url_in_an_allow_list_admits_no_stdio_server_whose_command_is_that_url(
+    dirs: PolicyDirs,
+) -> None:
+    # A cloned repository can hold an executable at the relative path https:/skills...
+    dirs.admin(f'version = 1\n[servers]\nallow = ["{ALLOWED}"]\n')
+    policy = dirs.load()
+    policy.check_server(http_server("acme", ALLOWED))
+    error = refused(policy, stdio_server("acme", ALLOWED))
+    assert "not in servers.allow" in error.message
+    refused(policy, stdio_server("acme", "https:/skills.example.com/mcp"))
+    refused(policy, stdio_server("acme", "http:" + ALLOWED))
+
+
+def test_a_later_allow_list_naming_an_earlier_url_in_another_spelling_is_no_widening(
+    dirs: PolicyDirs,
+) -> None:
+    dirs.admin('version = 1\n[servers]\nallow = ["https://skills.example.com/*"]\n')
+    dirs.user('version = 1\n[servers]\nallow = ["HTTPS://Skills.Example.com:443/mcp"]\n')
+    policy = dirs.load()
+    assert dirs.reports == []
+    policy.check_server(http_server("acme", ALLOWED))
+    dirs.user(f'version = 1\n[servers]\nallow = ["stdio:{ALLOWED}"]\n')
+    dirs.load()
+    assert f"names 'stdio:{ALLOWED}', which servers.allow in" in dirs.reports[-1]
+
+
+@pytest.mark.threat("T40")
+def test_a_command_pattern_matches_only_stdio_servers_and_a_prefix_says_the_kind(
+    dirs: PolicyDirs,
+) -> None:
+    dirs.admin(
+        'version = 1\n[servers]\nallow = ["stdio:*", "http:https://skills.example.com/*"]\n'
+        f'deny = ["stdio:{ALLOWED}"]\n'
+    )
+    policy = dirs.load()
+    policy.check_server(stdio_server("tools", "uvx", "skills-server"))
+    policy.check_server(http_server("acme", ALLOWED))
+    refused(policy, http_server("other", "https://other.example/mcp"))
+    # The deny names a command, so it refuses that command and not the URL.
+    assert "servers.deny" in refused(policy, stdio_server("acme", ALLOWED)).message
+    dirs.admin('version = 1\n[servers]\nallow = ["acme-mcp", "stdio:uvx"]\n')
+    policy = dirs.load()
+    policy.check_server(stdio_server("tools", "uvx"))  # stdio: names the bare command
+    refused(policy, stdio_server("tools", "acme-mcp"))  # a label, never a command
+    policy.check_server(http_server("acme-mcp", "https://anything.example/mcp"))
+
+
+@pytest.mark.threat("T40")
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://evil.example:443/mcp",
+        "https://evil.example./mcp",
+        "https://evil.example?x=/mcp",
+        "HTTPS://EVIL.Example/MCP",
+        "https://evil.example#/mcp",
+    ],
+)
+def test_a_url_deny_rule_refuses_every_spelling_of_that_url(dirs: PolicyDirs, url: str) -> None:
+    dirs.admin('version = 1\n[servers]\ndeny = ["https://evil.example/*"]\n')
+    error = refused(dirs.load(), http_server("fine", url))
+    assert "servers.deny = 'https://evil.example/*'" in error.message
+
+
+@pytest.mark.threat("T40")
+@pytest.mark.parametrize(
+    "path", ["/%6Dcp", "/%6dcp", "/other/../mcp", "/./mcp", "/%2E/mcp", "/mcp#x"]
+)
+def test_a_url_deny_rule_refuses_every_spelling_of_its_path(dirs: PolicyDirs, path: str) -> None:
+    dirs.admin('version = 1\n[servers]\ndeny = ["https://evil.example/mcp"]\n')
+    refused(dirs.load(), http_server("fine", "https://evil.example" + path))
+
+
+@pytest.mark.threat("T40")
+def test_url_rules_compare_hosts_as_idna_and_addresses_in_any_spelling(dirs: PolicyDirs) -> None:
+    dirs.admin(
+        'version = 1\n[servers]\ndeny = ["https://b\u00fccher.example/*", '
+        '"http://127.0.0.1:*/*", "http://[::1]:*/*"]\n'
+    )
+    policy = dirs.load()
+    refused(policy, http_server("a", "https://xn--bcher-kva.example/mcp"))
+    refused(policy, http_server("b", "https://B\u00dcCHER.example./mcp"))
+    for address in ("2130706433", "0x7f.1", "127.000.0.1", "0177.0.0.1"):
+        refused(policy, http_server("c", f"http://{address}:8000/mcp"))
+    refused(policy, http_server("d", "http://[0:0::1]:8000/mcp"))
+    policy.check_server(http_server("e", "http://127.0.0.2:8000/mcp"))
+
+
+@pytest.mark.threat("T40")
+def test_a_url_pattern_names_its_port_and_its_path_and_never_the_query(dirs: PolicyDirs) -> None:
+    dirs.admin(f'version = 1\n[servers]\nallow = ["{ALLOWED}", "https://*.corp.example:*/*"]\n')
+    policy = dirs.load()
+    policy.check_server(http_server("a", "https://skills.example.com:443/mcp?tenant=acme"))
+    refused(policy, http_server("b", "https://skills.example.com:8443/mcp"))
+    refused(policy, http_server("c", "http://skills.example.com/mcp"))
+    refused(policy, http_server("d", "https://skills.example.com/?x=/mcp"))
+    refused(policy, http_server("e", "https://skills.example.com/mcp/../other"))
+    policy.check_server(http_server("f", "https://a.b.corp.example:8443/mcp"))
+    # "*" in the host stays in the host: no path or port can complete it.
+    refused(policy, http_server("g", "https://evil.example/.corp.example/x"))
+
+
+@pytest.mark.threat("T41")
+@pytest.mark.parametrize(
+    ("pattern", "why"),
+    [
+        ("https://u@evil.example/*", "user name or password"),
+        ("https://evil.example/mcp?x=1", "query or fragment"),
+        ("*://evil.example/*", "does not start with http:// or https://"),
+        ("ftp://evil.example/", "does not start with http:// or https://"),
+        ("http:evil.example", "does not start with http:// or https://"),
+        ("https://evil.example:99999/", "port"),
+        ("https://ev il.example/", "not a domain name"),
+        ("stdio:", "names nothing"),
+    ],
+)
+def test_a_server_pattern_that_can_never_match_is_dropped_with_a_warning(
+    dirs: PolicyDirs, pattern: str, why: str
+) -> None:
+    path = dirs.admin(f'version = 1\n[servers]\nallow = ["acme", "{pattern}"]\n')
+    policy = dirs.load()
+    (report,) = dirs.reports
+    assert report.startswith(f"{path}:3: servers.allow: entry 2 ")
+    assert why in report
+    assert [s.value for s in policy.settings()] == [["acme"]]
 
 
 @pytest.mark.threat("T40")
@@ -356,6 +488,27 @@ def test_a_pin_may_name_the_server_by_its_transport_identity(dirs: PolicyDirs) -
 
 
 @pytest.mark.threat("T42")
+def test_a_pin_naming_a_url_never_applies_to_a_stdio_server_with_that_command(
+    dirs: PolicyDirs,
+) -> None:
+    dirs.admin(pins_file(server="https://acme.example/mcp"))
+    policy = dirs.load()
+    assert policy.pin_for(make_request(make_entry(), identity=HTTP)) is not None
+    same = "http:https://ACME.example:443/mcp"
+    assert policy.pin_for(make_request(make_entry(), identity=same)) is not None
+    command = "stdio:https://acme.example/mcp"
+    assert policy.pin_for(make_request(make_entry(), identity=command)) is None
+
+
+@pytest.mark.threat("T42")
+def test_a_pin_with_a_wildcard_is_dropped(dirs: PolicyDirs) -> None:
+    dirs.admin(pins_file(server="acme*"))
+    policy = dirs.load()
+    assert policy.pin_for(make_request(make_entry())) is None
+    assert "with no wildcard" in dirs.reports[0]
+
+
+@pytest.mark.threat("T42")
 def test_pins_in_a_user_file_are_ignored_and_pins_from_host_code_apply(dirs: PolicyDirs) -> None:
     user = dirs.user(pins_file())
     policy = dirs.load()
@@ -502,9 +655,12 @@ def test_the_default_policy_changes_nothing(dirs: PolicyDirs) -> None:
 
 def test_the_strict_policy_locks_an_enterprise_down(dirs: PolicyDirs) -> None:
     policy = bundled("strict.toml", dirs)
-    policy.check_server(http_server("corp-skills", "https://elsewhere.example/mcp"))
     policy.check_server(http_server("any", "https://skills.corp.example/mcp"))
+    refused(policy, http_server("corp-skills", "https://elsewhere.example/mcp"))
     refused(policy, stdio_server("corp-skills", "npx", "-y", "corp"))
+    refused(policy, stdio_server("corp-skills", "https://skills.corp.example/mcp"))
+    plain = refused(policy, http_server("any", "http://skills.corp.example:8080/mcp"))
+    assert "servers.deny = 'http://*:*/*'" in plain.message
     refused(policy, http_server("acme"))
     policy.check_activation(make_request(make_entry(root="skill://corp/billing/refunds")))
     refused_skill(policy)
@@ -653,9 +809,9 @@ _GLOB_TEXT = st.text(alphabet="ab/*?", max_size=10)
 @settings(max_examples=500, deadline=None)
 @given(_GLOB_TEXT, st.text(alphabet="ab/", max_size=10))
 def test_glob_matching_agrees_with_an_exhaustive_search(pattern: str, name: str) -> None:
-    assert _matches("servers", pattern, [name]) == reference_segment(pattern, name)
+    assert glob(pattern, name) == reference_segment(pattern, name)
     expected = reference_skill(pattern.split("/"), name.split("/"))
-    assert _matches("skills", pattern, [name]) == expected
+    assert _skill_matches(pattern, [name]) == expected
 
 
 @pytest.mark.threat("T40")
@@ -671,8 +827,8 @@ def test_a_deny_rule_matches_without_regard_to_case(dirs: PolicyDirs) -> None:
 def test_a_hostile_name_against_many_stars_is_matched_without_backtracking() -> None:
     # A backtracking matcher takes exponential time here; this one takes a few thousand steps.
     name = "skill://" + "a/" * 1000 + "SKILL.md"
-    assert not _matches("skills", "skill://**/a*a*a*a*a*a*b/**/**/**/x", [name])
-    assert not _matches("servers", "*a*a*a*a*a*a*a*a*a*b", ["a" * 2000])
+    assert not _skill_matches("skill://**/a*a*a*a*a*a*b/**/**/**/x", [name])
+    assert not glob("*a*a*a*a*a*a*a*a*a*b", "a" * 2000)
 
 
 @pytest.mark.threat("T40")

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skillward.core.config import SEP_MAX_SKILL_BYTES
+from skillward.trust._patterns import ServerPattern
 from skillward.trust._policyfile import (
     TABLES,
     PolicyFile,
@@ -24,6 +25,12 @@ from skillward.trust._policyfile import (
 
 REPO = Path(__file__).resolve().parents[2]
 DIGEST = "sha256:" + "ab" * 32
+
+
+def texts(patterns: tuple[ServerPattern, ...] | None) -> tuple[str, ...]:
+    """Server patterns as written."""
+    assert patterns is not None
+    return tuple(pattern.text for pattern in patterns)
 
 
 def parse(text: str) -> tuple[PolicyFile, list[str]]:
@@ -73,7 +80,7 @@ grant_tools = false
 """
     )
     assert problems == []
-    assert document.servers.deny == ("evil", "npx *")
+    assert texts(document.servers.deny) == ("evil", "npx *")
     assert document.skills.deny_digests == (DIGEST,)
     assert document.grants.cross_origin == "never"
     assert document.pins[0].skill == "skill://acme/billing/refunds/SKILL.md"
@@ -88,7 +95,7 @@ def test_unknown_keys_are_warnings_naming_the_file_and_line() -> None:
         "policy.toml:2: unknown key 'alow' is ignored",
         "policy.toml:6: unknown key 'servers.denny' is ignored",
     ]
-    assert document.servers.allow == ("acme",)
+    assert texts(document.servers.allow) == ("acme",)
 
 
 @pytest.mark.threat("T41")
@@ -97,7 +104,7 @@ def test_a_malformed_entry_is_dropped_while_the_rest_applies() -> None:
         'version = 1\n[servers]\ndeny = [\n  "evil",\n  42,\n  "npx *",\n]\n'
         '[skills]\ndeny_digests = ["sha256:short", "' + DIGEST + '"]\n'
     )
-    assert document.servers.deny == ("evil", "npx *")
+    assert texts(document.servers.deny) == ("evil", "npx *")
     assert document.skills.deny_digests == (DIGEST,)
     assert problems[0].startswith("policy.toml:5: servers.deny: entry 2 (42) is dropped")
     assert problems[1].startswith("policy.toml:9: skills.deny_digests: entry 1")
@@ -144,7 +151,7 @@ def test_a_deny_list_that_is_not_a_list_denies_everything() -> None:
     document, problems = parse(
         'version = 1\n[servers]\ndeny = "evil"\n[skills]\ndeny_digests = "x"\n'
     )
-    assert document.servers.deny == ("*",)
+    assert texts(document.servers.deny) == ("*",)
     assert document.skills.deny == ("**",)
     assert "every server is denied" in problems[0]
     assert "every skill is denied" in problems[1]
@@ -191,7 +198,7 @@ def test_a_version_this_code_does_not_read_is_fatal(version: str) -> None:
 
 def test_a_missing_version_is_read_as_version_one_with_a_warning() -> None:
     document, problems = parse('[servers]\ndeny = ["evil"]\n')
-    assert document.servers.deny == ("evil",)
+    assert texts(document.servers.deny) == ("evil",)
     assert problems == ["policy.toml:1: version is not set; read as version 1"]
 
 
@@ -224,7 +231,7 @@ colour = "red"
 
 def test_values_with_control_characters_are_dropped_not_kept() -> None:
     document, problems = parse('version = 1\n[servers]\ndeny = ["ev\\u001bil", "ok"]\n')
-    assert document.servers.deny == ("ok",)
+    assert texts(document.servers.deny) == ("ok",)
     assert "\x1b" not in problems[0]
 
 

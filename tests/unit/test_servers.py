@@ -309,3 +309,50 @@ def test_identity_of_in_memory_servers_is_per_object() -> None:
     second = ServerSpec(label="a", transport=InMemoryTransport(server=object()))
     assert first.identity != second.identity
     assert first.identity.startswith("memory:")
+
+
+# --- server URLs ---------------------------------------------------------------------------
+
+
+@pytest.mark.threat("T40")
+@pytest.mark.parametrize(
+    "url", ["https://u@evil.example/mcp", "https://user:hunter2@evil.example/", "https://@x/"]
+)
+def test_a_server_url_with_user_info_is_refused_naming_the_label_and_not_the_secret(
+    url: str,
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_server_option(f"Acme Docs={url}")
+    assert caught.value.server == "acme-docs"
+    assert "user name or password" in str(caught.value)
+    config = parse_mcp_servers({"mcpServers": {"docs": {"url": url}}}, environ=NO_ENV)
+    assert config.servers == {}
+    (problem,) = config.problems
+    assert "server 'docs'" in str(problem)
+    assert "user name or password" in str(problem)
+    for error in (caught.value, problem):
+        assert "hunter2" not in str(error)
+        assert "evil.example" not in str(error)
+    with pytest.raises(ValidationError) as direct:
+        HttpTransport(url=url)
+    assert "hunter2" not in str(direct.value)
+
+
+@pytest.mark.threat("T40")
+def test_a_server_url_is_kept_in_canonical_form_so_identity_and_policy_see_one_string() -> None:
+    spec = parse_server_option("acme=HTTPS://Skills.Example.com.:443/a/../mcp#top")
+    assert isinstance(spec.transport, HttpTransport)
+    assert spec.transport.url == "https://skills.example.com/mcp"
+    assert spec.identity == "http:https://skills.example.com/mcp"
+    config = parse_mcp_servers(
+        {"mcpServers": {"docs": {"url": "https://b\u00fccher.example?x=/mcp"}}}, environ=NO_ENV
+    )
+    assert config.servers["docs"].identity == "http:https://xn--bcher-kva.example/?x=/mcp"
+
+
+@pytest.mark.threat("T40")
+@pytest.mark.parametrize("target", ["ftp://files.example/mcp", "*://x/", "HTTPS://x:0/"])
+def test_a_server_option_that_looks_like_a_url_is_never_read_as_a_command(target: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_server_option(f"acme={target}")
+    assert caught.value.server == "acme"

@@ -43,6 +43,7 @@ from pydantic import (
 
 from skillward.core.errors import ConfigError
 from skillward.core.labels import check_label, normalise_label
+from skillward.core.urls import parse_http_url, split_url
 
 __all__ = [
     "HttpTransport",
@@ -100,11 +101,21 @@ _TRANSPORT_HEADERS = frozenset(
 
 class HttpTransport(_Spec):
     """Streamable HTTP at ``url``, sending ``headers`` (for example ``Authorization``)
-    with every request. Header values are secrets: they are never shown."""
+    with every request. Header values are secrets: they are never shown.
+
+    ``url`` is kept in canonical form (:mod:`skillward.core.urls`): what is connected to,
+    the server's identity and what the policy compares are one string. A URL carrying a
+    user name or password (``https://user@host/``) is refused: credentials go in headers.
+    """
 
     kind: Literal["http"] = "http"
-    url: StrictStr = Field(pattern=r"^https?://[^\s]+$")
+    url: StrictStr
     headers: dict[StrictStr, SecretStr] = Field(default_factory=dict)
+
+    @field_validator("url")
+    @classmethod
+    def _canonical_url(cls, url: str) -> str:
+        return str(parse_http_url(url))  # its error never quotes the URL
 
     @field_validator("headers")
     @classmethod
@@ -287,10 +298,15 @@ def _one_server(label: str, raw: object, environ: Mapping[str, str]) -> ServerSp
                 raise ConfigError(f"transport {kind!r} needs a url")
             return ServerSpec(label=label, transport=StdioTransport(**body))
     except ValidationError as exc:
-        first = exc.errors(include_url=False, include_input=False)[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"{where}: {first['msg']}") from None
+        raise ConfigError(_first_error(exc)) from None
     raise ConfigError("needs either 'command' or 'url'")
+
+
+def _first_error(error: ValidationError) -> str:
+    """The first thing wrong, by its field, never quoting the input (it can be a secret)."""
+    first = error.errors(include_url=False, include_input=False)[0]
+    where = ".".join(str(p) for p in first["loc"])
+    return f"{where}: {first['msg'].removeprefix('Value error, ')}"
 
 
 def _entry(
@@ -376,8 +392,11 @@ def parse_server_option(text: str) -> ServerSpec:
         raise ConfigError(f"expected LABEL=URL_OR_COMMAND, not {text!r}")
     label = normalise_label(name)
     target = target.strip()
-    if target.startswith(("http://", "https://")):
-        return ServerSpec(label=label, transport=HttpTransport(url=target))
+    if split_url(target) is not None:  # "HTTPS://..." or "ftp://..." is a URL, never a command
+        try:
+            return ServerSpec(label=label, transport=HttpTransport(url=target))
+        except ValidationError as exc:
+            raise ConfigError(_first_error(exc), server=label) from None
     try:
         argv = shlex.split(target)
     except ValueError as exc:

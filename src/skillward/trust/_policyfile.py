@@ -29,14 +29,18 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PlainSerializer,
+    PlainValidator,
     StringConstraints,
     TypeAdapter,
     ValidationError,
+    WithJsonSchema,
 )
 
 from skillward.core.config import SEP_MAX_SKILL_BYTES
 from skillward.core.errors import InvalidUri, printable
 from skillward.core.uris import skill_root_of
+from skillward.trust._patterns import NamePattern, ServerPattern, UrlPattern, parse_server_pattern
 from skillward.trust._policylines import (
     TOML_ERROR_LINE,
     KeyPath,
@@ -78,10 +82,42 @@ def _skill_uri(text: str) -> str:
     return text
 
 
-_Text = Annotated[str, StringConstraints(min_length=1, max_length=2048), AfterValidator(_printable)]
-ServerPattern = Annotated[
-    _Text,
-    Field(description="A server label or transport identity; * matches any characters."),
+_MAX_TEXT = 2048
+_Text = Annotated[
+    str, StringConstraints(min_length=1, max_length=_MAX_TEXT), AfterValidator(_printable)
+]
+
+
+def _server_pattern(value: object, *, exact: bool = False) -> ServerPattern:
+    """A server pattern, parsed here, once (``trust/_patterns.py``)."""
+    if isinstance(value, NamePattern | UrlPattern):
+        return value
+    if not isinstance(value, str) or not 0 < len(value) <= _MAX_TEXT:
+        raise ValueError(f"expected a string of 1 to {_MAX_TEXT} characters")
+    return parse_server_pattern(_printable(value), exact=exact)
+
+
+def _pattern_field(description: str, *, exact: bool = False) -> tuple[object, ...]:
+    """What makes a server pattern a field: parsed from its text, written back as it."""
+    return (
+        PlainValidator(lambda value: _server_pattern(value, exact=exact)),
+        PlainSerializer(lambda pattern: pattern.text, return_type=str),
+        WithJsonSchema(
+            {"type": "string", "minLength": 1, "maxLength": _MAX_TEXT, "description": description}
+        ),
+    )
+
+
+ServerPatternField = Annotated[
+    ServerPattern,
+    *_pattern_field(
+        "A URL (https://host/path: HTTP servers), a command line (stdio servers) or a label; "
+        "* matches any characters."
+    ),
+]
+PinServer = Annotated[
+    ServerPattern,
+    *_pattern_field("A server label or transport identity (exact).", exact=True),
 ]
 SkillPattern = Annotated[
     _Text,
@@ -108,10 +144,10 @@ class _Table(BaseModel):
 class ServersTable(_Table):
     """Which servers may be connected."""
 
-    allow: tuple[ServerPattern, ...] | None = Field(
-        None, description="Labels or transport identities (globs). Unset: any; []: none."
+    allow: tuple[ServerPatternField, ...] | None = Field(
+        None, description="URLs, command lines or labels (globs). Unset: any; []: none."
     )
-    deny: tuple[ServerPattern, ...] = Field((), description="Globs; deny beats allow.")
+    deny: tuple[ServerPatternField, ...] = Field((), description="Globs; deny beats allow.")
 
 
 class SkillsTable(_Table):
@@ -173,7 +209,7 @@ class KeyringTable(_Table):
 class PinEntry(_Table):
     """An administrator's pre-approval of exactly one skill's content."""
 
-    server: _Text = Field(description="A server label or transport identity (exact).")
+    server: PinServer
     skill: SkillUri = Field(description="The skill's SKILL.md URI (exact).")
     content: Digest = Field(description="The digest-set hash `skillward pin` prints.")
     grant_tools: bool = Field(False, description="Also grant the allowed-tools it requests.")

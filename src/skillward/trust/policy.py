@@ -16,6 +16,9 @@ then the user's, then what the host passes in code). Each later layer only narro
 * a later scalar looser than an earlier one is ignored, with a warning;
 * pins come from the administrator and host code only.
 
+Server patterns are parsed once, as the files are read, into one kind each (a URL, a
+command line or a label) and match only servers of that transport (``trust/_patterns.py``).
+
 An effective policy in *lockdown* (an administrator file that cannot be trusted or
 read) lets no server connect, remembers nothing and caches nothing.
 
@@ -29,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -37,6 +40,7 @@ from skillward.core.config import Limits
 from skillward.core.errors import PolicyDenied
 from skillward.edge.servers import ServerSpec
 from skillward.trust._keys import OsKeyring
+from skillward.trust._patterns import ServerPattern, glob, server_name, wild
 from skillward.trust._policyfile import TABLES, ParsedPolicy, PinEntry, PolicyProblem
 from skillward.trust._store import FileApprovalStore
 from skillward.trust.approvals import (
@@ -174,60 +178,22 @@ class NoPolicy:
         return True
 
 
-# --- globs ------------------------------------------------------------------------------------
-#
-# Names come from servers, so matching must not backtrack: a greedy wildcard match costs
-# at most len(pattern) * len(name) steps, whatever the pattern.
-
-
-def _wild(
-    pattern: Sequence[str], name: Sequence[str], star: str, unit: Callable[[str, str], bool]
-) -> bool:
-    """Whether ``name`` matches ``pattern``, where ``star`` matches any run of units."""
-    p = n = 0
-    star_at, resume = -1, 0
-    while n < len(name):
-        if p < len(pattern) and pattern[p] == star:
-            star_at, resume = p, n
-            p += 1
-        elif p < len(pattern) and unit(pattern[p], name[n]):
-            p += 1
-            n += 1
-        elif star_at >= 0:
-            p, resume = star_at + 1, resume + 1
-            n = resume
-        else:
-            return False
-    return all(rest == star for rest in pattern[p:])
-
-
-def _char(pattern: str, char: str) -> bool:
-    return pattern in ("?", char)
+# --- skill globs ------------------------------------------------------------------------------
 
 
 def _segment(pattern: str, segment: str) -> bool:
     """One path segment: ``*`` within it, ``?`` one character."""
-    return _wild(pattern, segment, "*", _char)
+    return glob(pattern, segment)
 
 
-def _matches(table: str, pattern: str, names: Sequence[str], *, fold: bool = False) -> bool:
-    """Server patterns: ``*`` matches any characters (command lines and URLs hold ``/``).
-    Skill patterns: ``*`` within one path segment, ``**`` as a segment across segments.
-    ``fold``: without regard to case (deny rules, so a case variant does not slip by)."""
+def _skill_matches(pattern: str, names: Sequence[str], *, fold: bool = False) -> bool:
+    """``*`` within one path segment, ``**`` as a segment across segments. ``fold``: without
+    regard to case (deny rules, so a case variant does not slip by). Server patterns are
+    typed, and match in ``trust/_patterns.py``."""
     if fold:
         pattern, names = pattern.casefold(), [name.casefold() for name in names]
-    if table == "servers":
-        return any(_wild(pattern, name, "*", _char) for name in names)
     parts = pattern.split("/")
-    return any(_wild(parts, name.split("/"), "**", _segment) for name in names)
-
-
-def server_names(label: str, identity: str | None) -> tuple[str, ...]:
-    """What server patterns and pins match: the label, the transport identity, and the
-    identity without its ``http:`` or ``stdio:`` prefix (the URL, or the command line)."""
-    if identity is None:
-        return (label,)
-    return (label, identity, identity.partition(":")[2])
+    return any(wild(parts, name.split("/"), "**", _segment) for name in names)
 
 
 # --- merging ---------------------------------------------------------------------------------
@@ -267,23 +233,39 @@ class _Merged:
     denies: dict[str, list[Setting]] = field(default_factory=dict)
     scalars: dict[str, Setting] = field(default_factory=dict)
     pins: list[Setting] = field(default_factory=list)
+    #: Each server pattern's text, and the pattern it was parsed into.
+    patterns: dict[str, ServerPattern] = field(default_factory=dict)
     contact: Setting | None = None
     problems: list[PolicyProblem] = field(default_factory=list)
 
 
 def _uncovered(
-    table: str, entries: Sequence[Setting], earlier: Sequence[_AllowList]
+    entries: Sequence[Setting], earlier: Sequence[_AllowList], covers: Callable[[str, str], bool]
 ) -> tuple[str, _AllowList] | None:
     """An entry of a later allow list that an earlier one does not cover, and that list."""
     for entry in entries:
         for held in earlier:
-            if not any(_matches(table, a.value, [entry.value]) for a in held.entries):
+            if not any(covers(a.value, entry.value) for a in held.entries):
                 return entry.value, held
     return None
 
 
 def _merge(layers: Sequence[PolicyLayer]) -> _Merged:
     merged = _Merged()
+    patterns = merged.patterns
+
+    def covers(table: str) -> Callable[[str, str], bool]:
+        if table == "servers":
+            return lambda held, entry: patterns[held].covers(patterns[entry])
+        return lambda held, entry: _skill_matches(held, [entry])
+
+    def text(value: object) -> object:
+        """A list entry as written; a server pattern's parse is kept by its text."""
+        if isinstance(value, ServerPattern):
+            patterns[value.text] = value
+            return value.text
+        return value
+
     for layer in layers:
         parsed = layer.parsed
         document = parsed.document
@@ -308,11 +290,11 @@ def _merge(layers: Sequence[PolicyLayer]) -> _Merged:
                 value = getattr(table, name)
                 if name == "allow":
                     entries = tuple(
-                        Setting(key, v, where(table_name, name, i), contact)
+                        Setting(key, text(v), where(table_name, name, i), contact)
                         for i, v in enumerate(value)
                     )
                     earlier = merged.allows.setdefault(key, [])
-                    wider = _uncovered(table_name, entries, earlier)
+                    wider = _uncovered(entries, earlier, covers(table_name))
                     if wider is not None:
                         # Kept all the same: lists apply together, so the entry widens
                         # nothing, and the list's other entries still narrow.
@@ -325,7 +307,7 @@ def _merge(layers: Sequence[PolicyLayer]) -> _Merged:
                     earlier.append(_AllowList(key, where(table_name, name), contact, entries))
                 elif name in _LISTS:
                     merged.denies.setdefault(key, []).extend(
-                        Setting(key, v, where(table_name, name, i), contact)
+                        Setting(key, text(v), where(table_name, name, i), contact)
                         for i, v in enumerate(value)
                     )
                 else:
@@ -350,6 +332,7 @@ def _merge(layers: Sequence[PolicyLayer]) -> _Merged:
                 Setting("pins", pin, where("pins", i), contact)
                 for i, pin in enumerate(document.pins)
             )
+            patterns.update((pin.server.text, pin.server) for pin in document.pins)
     return merged
 
 
@@ -379,6 +362,7 @@ class EffectivePolicy:
         self._denies = {k: tuple(v) for k, v in merged.denies.items()}
         self._scalars = dict(merged.scalars)
         self._pins = tuple(merged.pins)
+        self._patterns: Mapping[str, ServerPattern] = merged.patterns
         self._contact = merged.contact
         parsed = [p for layer in self.layers for p in layer.parsed.problems]
         #: Every warning about the policy files: what each file holds, and what merging ignored.
@@ -430,8 +414,12 @@ class EffectivePolicy:
 
     def check_server(self, spec: ServerSpec) -> None:
         self._check_lockdown(server=spec.label)
-        names = server_names(spec.label, spec.identity)
-        self._check_lists("servers", names, "this server", server=spec.label, uri=None)
+        name = server_name(spec.label, spec.identity)
+
+        def matches(pattern: str, fold: bool) -> bool:
+            return self._patterns[pattern].matches(name, fold=fold)
+
+        self._check_lists("servers", matches, "this server", server=spec.label, uri=None)
 
     def check_activation(self, request: ActivationRequest) -> None:
         record = request.record
@@ -447,7 +435,11 @@ class EffectivePolicy:
                 what = "its content is dynamic, so its files cannot be checked against a digest"
                 raise self._denied(what, digests[0], server=label, uri=entry.uri)
         names = (entry.uri, str(entry.root))
-        self._check_lists("skills", names, "this skill", server=label, uri=entry.uri)
+
+        def matches(pattern: str, fold: bool) -> bool:
+            return _skill_matches(pattern, names, fold=fold)
+
+        self._check_lists("skills", matches, "this skill", server=label, uri=entry.uri)
         blocked = {s.value: s for s in self._denies.get("skills.deny_digests", ())}
         if blocked and not entry.is_dynamic:
             for item in sorted(entry.manifest.values(), key=lambda i: i.uri):
@@ -480,12 +472,13 @@ class EffectivePolicy:
             return None  # before content_hash: it is not free, and most policies pin nothing
         if request.identity is None or not request.record.origin.is_mcp:
             return None
-        names = server_names(request.record.origin.label, request.identity)
+        name = server_name(request.record.origin.label, request.identity)
         digest = content_hash(entry)
         for setting in self._pins:
             pin = setting.value
-            if pin.skill == entry.uri and pin.content == digest and pin.server in names:
-                return Pin(pin.server, pin.skill, pin.content, pin.grant_tools, setting.source)
+            if pin.skill == entry.uri and pin.content == digest and pin.server.matches(name):
+                server = pin.server.text
+                return Pin(server, pin.skill, pin.content, pin.grant_tools, setting.source)
         return None
 
     def limits(self, base: Limits) -> Limits:
@@ -586,13 +579,20 @@ class EffectivePolicy:
             )
 
     def _check_lists(
-        self, table: str, names: Sequence[str], what: str, *, server: str, uri: str | None
+        self,
+        table: str,
+        matches: Callable[[str, bool], bool],
+        what: str,
+        *,
+        server: str,
+        uri: str | None,
     ) -> None:
+        """Deny rules, folding case (a case variant does not slip by), then allow lists."""
         for rule in self._denies.get(f"{table}.deny", ()):
-            if _matches(table, rule.value, names, fold=True):
+            if matches(rule.value, True):
                 raise self._denied(f"{what} matches a deny rule", rule, server=server, uri=uri)
         for allow in self._allows.get(f"{table}.allow", ()):
-            if not any(_matches(table, e.value, names) for e in allow.entries):
+            if not any(matches(e.value, False) for e in allow.entries):
                 shown = [e.value for e in allow.entries]
                 rule = Setting(allow.key, shown, allow.source, allow.contact)
                 raise self._denied(f"{what} is not in {allow.key}", rule, server=server, uri=uri)
