@@ -92,7 +92,6 @@ async def test_the_person_approves_on_the_page_that_shows_the_whole_skill_md(
 
 
 @pytest.mark.threat("T46")
-@pytest.mark.threat("T46")
 @pytest.mark.threat("T26")
 @pytest.mark.parametrize("mode", MODES)
 async def test_the_page_shows_a_question_too_long_for_a_form_whole(
@@ -117,6 +116,7 @@ async def test_the_page_shows_a_question_too_long_for_a_form_whole(
     assert uris[0] not in said
 
 
+@pytest.mark.threat("T46")
 @pytest.mark.parametrize("mode", MODES)
 async def test_the_page_shows_server_text_as_text(served: Served, mode: str) -> None:
     browser = Browser("deny")
