@@ -45,6 +45,10 @@ STATE_COMMANDS = [
     ["cache", "list"],
     ["cache", "purge", "brave_search"],
     ["logs", "brave_search"],
+    ["servers", "list"],
+    ["servers", "add", "brave_search", "brave-mcp --stdio", "--env", "KEY=${BRAVE_KEY}"],
+    ["servers", "remove", "brave_search"],
+    ["gateway", "--print-config", "claude-desktop", "--no-local"],
     ["--json", "--no-local", "policy", "show", "--server", "acme=https://acme.example/mcp"],
     ["--skills-dir", "mine=/nowhere", "cache", "list", "--config", "/nowhere.json", "--json"],
 ]

@@ -45,9 +45,9 @@ CONFINED = {
     "rich": {"terminal/prompts.py", "terminal/_describe.py", "terminal/_render.py"},
     "yaml": {"core/frontmatter.py"},
     "uvicorn": {"edge/_listen.py"},
-    # The disk cache's and the audit file's locks; the standard library, but POSIX-only
-    # and easy to misuse.
-    "fcntl": {"cache/_files.py", "trust/audit.py"},
+    # The disk cache's, the audit file's and the servers file's locks; the standard
+    # library, but POSIX-only and easy to misuse.
+    "fcntl": {"cache/_files.py", "trust/audit.py", "edge/_serversfile.py"},
     # Policy files are read once, at the boundary.
     "tomllib": {"trust/_policyfile.py"},
 }

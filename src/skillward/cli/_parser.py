@@ -23,6 +23,7 @@ from skillward.cli import (
     demonstrating,
     gatewaying,
     inspecting,
+    registering,
     serving,
 )
 from skillward.cli._context import EXIT_CODES
@@ -39,6 +40,7 @@ GROUPS: tuple[Callable[[Commands], None], ...] = (
     inspecting.add_commands,
     approving.add_commands,
     administering.add_commands,
+    registering.add_commands,
     demonstrating.add_commands,
     serving.add_commands,
     gatewaying.add_commands,

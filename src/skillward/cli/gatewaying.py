@@ -21,7 +21,12 @@ if TYPE_CHECKING:
     from skillward.cli._context import Commands
     from skillward.terminal.prompts import Terminal
 
-__all__ = ["add_commands", "gateway"]
+__all__ = ["HOSTS", "add_commands", "gateway", "host_entry"]
+
+_DEFAULT_REFRESH = 60.0
+_DEFAULT_NAME = "skillward-gateway"
+#: The MCP hosts ``--print-config`` writes an entry for.
+HOSTS = ("claude-code", "claude-desktop", "cursor", "vscode")
 
 
 def add_commands(commands: Commands) -> None:
@@ -53,7 +58,7 @@ def add_commands(commands: Commands) -> None:
         "--refresh",
         metavar="SECONDS",
         type=_seconds,
-        default=60.0,
+        default=_DEFAULT_REFRESH,
         help="how often the servers are listed again, and dead ones reconnected (default 60)",
     )
     gateway_.add_argument(
@@ -62,7 +67,14 @@ def add_commands(commands: Commands) -> None:
         help="ask hosts that support URL-mode elicitation on a one-time loopback page that "
         "shows the whole SKILL.md and what changed since it was approved",
     )
-    gateway_.add_argument("--name", default="skillward-gateway", help="serverInfo.name to report")
+    gateway_.add_argument("--name", default=_DEFAULT_NAME, help="serverInfo.name to report")
+    gateway_.add_argument(
+        "--print-config",
+        metavar="HOST",
+        choices=HOSTS,
+        help="print the entry that adds this gateway, with the options given, to HOST's "
+        f"configuration ({', '.join(HOSTS)}), and exit",
+    )
 
 
 def _loopback_host_port(text: str) -> tuple[str, int]:
@@ -90,12 +102,19 @@ def _seconds(text: str) -> float:
 def gateway(args: argparse.Namespace) -> int:
     import anyio
 
+    from skillward.core.errors import UsageError
     from skillward.terminal.prompts import Terminal
 
     if args.token_file is not None and args.http is None:
-        from skillward.core.errors import UsageError
-
         raise UsageError("--token-file needs --http")
+    if args.print_config is not None:
+        if args.http is not None:
+            raise UsageError(
+                "--print-config writes the entry that starts the gateway over stdio",
+                hint="For --http, docs/gateway.md shows each host's entry.",
+            )
+        print(host_entry(args.print_config, _gateway_argv(args)))
+        return EXIT_OK
     # Nothing but the protocol on stdout: notes and errors go to stderr.
     terminal = Terminal(out=sys.stderr, err=sys.stderr, json_errors=args.json)
     try:
@@ -103,6 +122,73 @@ def gateway(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("skillward gateway: stopped", file=sys.stderr)
     return EXIT_OK
+
+
+# --- --print-config ------------------------------------------------------------------------
+
+
+def _this_skillward() -> list[str]:
+    """The command that starts this skillward, wherever a host starts it (another working
+    directory, a PATH of its own): the absolute path of the script run, or
+    ``python -m skillward`` with this interpreter."""
+    import os
+    import shutil
+
+    run = sys.argv[0]
+    if Path(run).name == "__main__.py":  # python -m skillward
+        return [sys.executable, "-m", "skillward"]
+    if os.sep in run or (os.altsep and os.altsep in run):
+        return [os.path.abspath(run)]  # never resolved: a venv's link is the venv
+    found = shutil.which(run) or shutil.which("skillward")
+    return [os.path.abspath(found) if found else "skillward"]
+
+
+def _gateway_argv(args: argparse.Namespace) -> list[str]:
+    """``gateway`` and the options it was given, paths made absolute."""
+    import os
+
+    from skillward.cli._parser import COMMON_OPTIONS
+    from skillward.edge._local import LocalSkillDir
+
+    def word(value: object) -> str:
+        if isinstance(value, LocalSkillDir):
+            return f"{value.label}={os.path.abspath(value.path)}"
+        if isinstance(value, float):
+            return f"{value:g}"
+        return os.path.abspath(value) if isinstance(value, Path) else str(value)
+
+    argv = ["gateway"]
+    for option in COMMON_OPTIONS:
+        value = getattr(args, option.dest)
+        if option.kind == "flag":
+            argv += [option.flag] if value else []
+        elif option.kind == "value":
+            argv += [option.flag, word(value)] if value is not None else []
+        else:
+            argv += [part for item in value for part in (option.flag, word(item))]
+    if args.refresh != _DEFAULT_REFRESH:
+        argv += ["--refresh", word(args.refresh)]
+    if args.approval_page:
+        argv.append("--approval-page")
+    if args.name != _DEFAULT_NAME:
+        argv += ["--name", args.name]
+    return argv
+
+
+def host_entry(host: str, argv: list[str]) -> str:
+    """What adds the gateway started with ``argv`` to ``host``: its configuration's JSON
+    entry, or the ``claude mcp add`` command line for Claude Code."""
+    import json
+    import shlex
+
+    command, *args = [*_this_skillward(), *argv]
+    if host == "claude-code":
+        return shlex.join(["claude", "mcp", "add", "skillward", "--", command, *args])
+    if host == "vscode":
+        entry = {"servers": {"skillward": {"type": "stdio", "command": command, "args": args}}}
+    else:
+        entry = {"mcpServers": {"skillward": {"command": command, "args": args}}}
+    return json.dumps(entry, indent=2)
 
 
 def _token(args: argparse.Namespace) -> tuple[str, Path] | None:

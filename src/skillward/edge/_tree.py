@@ -1,5 +1,6 @@
 """Bounded, symlink-free walks of skill directories on the local filesystem, and the
-one bounded reader of regular files (with the open flags every module shares).
+one bounded reader of regular files (with the open flags every module shares, and the
+sync of a directory a file was replaced in).
 
 Used by the reference server to build its catalog and by the host to discover
 local skills. Symlinks are never followed (so nothing outside the walked tree
@@ -36,6 +37,7 @@ __all__ = [
     "descend",
     "encode_segment",
     "find_skill_dirs",
+    "fsync_directory",
     "open_directory",
     "read_open_file",
     "read_regular_file",
@@ -157,6 +159,18 @@ def read_open_file(
     if len(data) > max_bytes:
         raise FileTooLarge(f"{shown} is larger than {max_bytes} bytes")
     return data
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make a file just moved into ``directory`` (``os.replace``) survive a crash."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return  # not supported here (Windows): os.replace is still atomic
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _too_many(where: object) -> OverflowError:

@@ -368,18 +368,24 @@ def load_mcp_servers(path: Path, *, environ: Mapping[str, str] | None = None) ->
 
     A file that cannot be read, is not JSON or repeats a key is a ConfigError naming it.
     """
+    return parse_mcp_servers(_read_json(path), source=str(path), environ=environ)
+
+
+def _read_json(path: Path) -> object:
+    """The JSON value of the file at ``path``: a ConfigError naming it if it cannot be
+    read, is not JSON or repeats a key in one object (what is read and what is written
+    back by ``edge/_serversfile.py`` would differ)."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
         raise ConfigError(f"cannot read server config {path}: {reason}") from None
     try:
-        data = json.loads(text, object_pairs_hook=_unique_keys)
+        return json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON (line {exc.lineno})") from None
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc.message}") from None
-    return parse_mcp_servers(data, source=str(path), environ=environ)
 
 
 def parse_server_option(text: str) -> ServerSpec:

@@ -61,7 +61,13 @@ from skillward.core.config import Limits
 from skillward.core.errors import RememberUnavailable, StoreTampered
 from skillward.core.origins import SkillKey
 from skillward.edge._dirs import approvals_file
-from skillward.edge._tree import READ_FLAGS, FileTooLarge, NotRegularFile, read_open_file
+from skillward.edge._tree import (
+    READ_FLAGS,
+    FileTooLarge,
+    NotRegularFile,
+    fsync_directory,
+    read_open_file,
+)
 from skillward.trust._keys import OsKeyring
 from skillward.trust.approvals import ApprovalRecord, Scope
 
@@ -657,7 +663,7 @@ class FileApprovalStore:
                 handle.flush()
                 os.fsync(handle.fileno())
                 written = _signature(os.fstat(handle.fileno()))
-            _fsync_directory(directory)
+            fsync_directory(directory)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
@@ -669,18 +675,6 @@ class FileApprovalStore:
         file there is still the one written (same inode, size and mtime): a write by anyone
         else since is a change, read and checked on the next lookup."""
         os.replace(temp, self.path)
-        _fsync_directory(self.path.parent)
+        fsync_directory(self.path.parent)
         now = self._stat()
         return now if now is not None and now[:4] == written[:4] else None
-
-
-def _fsync_directory(directory: Path) -> None:
-    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
-    try:
-        fd = os.open(directory, flags)
-    except OSError:
-        return  # not supported here (Windows): os.replace is still atomic
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
