@@ -24,12 +24,9 @@ NO_KEYRING = "keyring.backends.fail.Keyring"
 STYLE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-def environment(home: Path) -> dict[str, str]:
+def environment() -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if key not in {"COLUMNS", "LINES"}}
     env.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_DATA_HOME=str(home / ".local" / "share"),
         # A real terminal type (rich assumes 80 columns for "dumb"), without colour.
         TERM="xterm",
         NO_COLOR="1",
@@ -39,12 +36,12 @@ def environment(home: Path) -> dict[str, str]:
     return env
 
 
-def spawn(args: list[str], home: Path, columns: int = 80) -> pexpect.spawn[str]:
+def spawn(args: list[str], columns: int = 80) -> pexpect.spawn[str]:
     return pexpect.spawn(
         sys.executable,
         args,
         cwd=str(REPO),
-        env=environment(home),
+        env=environment(),
         dimensions=(50, columns),
         timeout=TIMEOUT,
         encoding="utf-8",
@@ -70,20 +67,18 @@ def skills(tmp_path: Path) -> Path:
     return root
 
 
-def load(skills: Path, home: Path, columns: int) -> pexpect.spawn[str]:
+def load(skills: Path, columns: int) -> pexpect.spawn[str]:
     server = f"team={sys.executable} -m skillward serve {skills}"
-    return spawn(
-        ["-m", "skillward", "load", "refunds", "--no-local", "--server", server], home, columns
-    )
+    return spawn(["-m", "skillward", "load", "refunds", "--no-local", "--server", server], columns)
 
 
 @pytest.mark.threat("T23")
 @pytest.mark.threat("T26")
 @pytest.mark.parametrize("columns", [60, 80, 200])
 def test_a_long_description_is_shown_whole_and_wrapped_at_any_width(
-    skills: Path, tmp_path: Path, columns: int
+    skills: Path, columns: int
 ) -> None:
-    child = load(skills, tmp_path, columns)
+    child = load(skills, columns)
     child.expect(CHOICES)
     shown = plain(child.before)
     child.sendline("d")
@@ -97,8 +92,8 @@ def test_a_long_description_is_shown_whole_and_wrapped_at_any_width(
     assert "Use when the user asks about refunds," in flowing
 
 
-def test_deny_loads_nothing_and_exits_3(skills: Path, tmp_path: Path) -> None:
-    child = load(skills, tmp_path, 100)
+def test_deny_loads_nothing_and_exits_3(skills: Path) -> None:
+    child = load(skills, 100)
     child.expect(CHOICES)
     child.sendline("d")
     output = finish(child)
@@ -107,8 +102,8 @@ def test_deny_loads_nothing_and_exits_3(skills: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("choice", ["o", "s"])
-def test_once_or_session_loads_the_skill(skills: Path, tmp_path: Path, choice: str) -> None:
-    child = load(skills, tmp_path, 100)
+def test_once_or_session_loads_the_skill(skills: Path, choice: str) -> None:
+    child = load(skills, 100)
     child.expect(CHOICES)
     child.sendline(choice)
     output = finish(child)
@@ -117,10 +112,8 @@ def test_once_or_session_loads_the_skill(skills: Path, tmp_path: Path, choice: s
 
 
 @pytest.mark.threat("T26")
-def test_view_shows_the_verified_skill_md_to_the_person_then_asks_again(
-    skills: Path, tmp_path: Path
-) -> None:
-    child = load(skills, tmp_path, 100)
+def test_view_shows_the_verified_skill_md_to_the_person_then_asks_again(skills: Path) -> None:
+    child = load(skills, 100)
     child.expect(CHOICES)
     child.sendline("v")
     child.expect("shown to you only")
@@ -133,10 +126,8 @@ def test_view_shows_the_verified_skill_md_to_the_person_then_asks_again(
     assert "<skillward:skill" not in output  # nothing reached the model's side
 
 
-def test_remember_is_not_offered_without_a_keyring_and_the_prompt_says_why(
-    skills: Path, tmp_path: Path
-) -> None:
-    child = load(skills, tmp_path, 120)
+def test_remember_is_not_offered_without_a_keyring_and_the_prompt_says_why(skills: Path) -> None:
+    child = load(skills, 120)
     child.expect(CHOICES)
     shown = " ".join(plain(child.before).split())
     child.sendline("r")  # not a choice: asked again
@@ -149,7 +140,7 @@ def test_remember_is_not_offered_without_a_keyring_and_the_prompt_says_why(
 
 
 def driver(directory: Path, version: str) -> pexpect.spawn[str]:
-    return spawn(["-m", "tests.support.prompt_driver", str(directory), version], directory)
+    return spawn(["-m", "tests.support.prompt_driver", str(directory), version])
 
 
 @pytest.mark.parametrize(
@@ -189,14 +180,14 @@ def test_after_a_change_the_prompt_shows_what_changed(tmp_path: Path) -> None:
     assert "templates/email.md (changed)" not in shown
 
 
-def test_without_a_terminal_one_line_says_how_to_approve(skills: Path, tmp_path: Path) -> None:
+def test_without_a_terminal_one_line_says_how_to_approve(skills: Path) -> None:
     server = f"team={sys.executable} -m skillward serve {skills}"
     result = subprocess.run(
         [sys.executable, "-m", "skillward", "load", "refunds", "--no-local", "--server", server],
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
-        env=environment(tmp_path),
+        env=environment(),
         stdin=subprocess.DEVNULL,
         check=False,
     )

@@ -24,12 +24,9 @@ EXAMPLES = f"examples={sys.executable} -m skillward serve"
 ESCAPED_CLEAR = "\\x1b[2J\\x1b[H\\x1b[32mskillward: approved by your administrator"
 
 
-def environment(home: Path) -> dict[str, str]:
+def environment() -> dict[str, str]:
     return {
         **os.environ,
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_STATE_HOME": str(home / "state"),
         "COLUMNS": "200",
         "NO_COLOR": "1",
         # No styling of skillward's own: any escape byte in the output is the server's.
@@ -38,16 +35,16 @@ def environment(home: Path) -> dict[str, str]:
 
 
 def log_dir(home: Path) -> Path:
-    return home / "state" / "skillward" / "server-logs"
+    return home / ".local" / "state" / "skillward" / "server-logs"
 
 
-def run(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "skillward", *args],
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
-        env=environment(home),
+        env=environment(),
         check=False,
     )
 
@@ -60,7 +57,7 @@ def hostile_server(tmp_path: Path, *options: str) -> str:
 
 @pytest.mark.threat("T23")
 def test_a_servers_escape_sequences_never_reach_the_terminal_around_the_approval_prompt(
-    tmp_path: Path,
+    tmp_path: Path, home: Path
 ) -> None:
     pid_file = tmp_path / "server.pid"
     output = io.BytesIO()
@@ -75,7 +72,7 @@ def test_a_servers_escape_sequences_never_reach_the_terminal_around_the_approval
             "--server",
             hostile_server(tmp_path, "--pid-file", str(pid_file)),
         ],
-        env=environment(tmp_path),
+        env=environment(),
         timeout=TIMEOUT,
         dimensions=(40, 200),
     )
@@ -100,16 +97,14 @@ def test_a_servers_escape_sequences_never_reach_the_terminal_around_the_approval
     assert ESCAPED_CLEAR in shown
     assert "\\x1b]0;pwned\\x07" in shown
     assert "skillward logs evil" in shown
-    assert str(log_dir(tmp_path) / "evil.log") in shown.replace("\r\n", "")
-    assert (log_dir(tmp_path) / "evil.log").read_bytes().startswith(SESSION_MARK + HOSTILE)
+    assert str(log_dir(home) / "evil.log") in shown.replace("\r\n", "")
+    assert (log_dir(home) / "evil.log").read_bytes().startswith(SESSION_MARK + HOSTILE)
 
 
 @pytest.mark.threat("T23")
-def test_a_server_that_fails_to_start_shows_the_end_of_its_log_escaped(tmp_path: Path) -> None:
+def test_a_server_that_fails_to_start_shows_the_end_of_its_log_escaped() -> None:
     crash = "import sys; sys.stderr.write('\\x1b[2Jboom: no config\\n'); sys.exit(1)"
-    result = run(
-        "list", "--no-local", "--server", f'broken={sys.executable} -c "{crash}"', home=tmp_path
-    )
+    result = run("list", "--no-local", "--server", f'broken={sys.executable} -c "{crash}"')
     assert result.returncode == 6
     assert "\x1b" not in result.stderr + result.stdout
     assert "server 'broken'" in result.stderr
@@ -121,7 +116,7 @@ def test_a_server_that_fails_to_start_shows_the_end_of_its_log_escaped(tmp_path:
 
 @pytest.mark.threat("T24")
 def test_a_secret_a_server_writes_to_its_stderr_is_in_neither_the_output_nor_its_log(
-    tmp_path: Path,
+    tmp_path: Path, home: Path
 ) -> None:
     secret = "s3cr3t-t0ken-9f8e7d"
     echo = (
@@ -143,7 +138,7 @@ def test_a_secret_a_server_writes_to_its_stderr_is_in_neither_the_output_nor_its
             }
         )
     )
-    env = {**environment(tmp_path), "LEAKY_TOKEN": secret}
+    env = {**environment(), "LEAKY_TOKEN": secret}
     result = subprocess.run(
         [sys.executable, "-m", "skillward", "list", "--no-local", "--config", str(config)],
         capture_output=True,
@@ -156,22 +151,22 @@ def test_a_secret_a_server_writes_to_its_stderr_is_in_neither_the_output_nor_its
     assert "bad token ***" in result.stderr  # the tail was shown, scrubbed
     assert "*** again" in result.stderr  # a secret split across two writes too
     assert secret not in result.stdout + result.stderr
-    logged = (log_dir(tmp_path) / "leaky.log").read_bytes()
+    logged = (log_dir(home) / "leaky.log").read_bytes()
     assert b"bad token ***\n" in logged
     assert secret.encode() not in logged
-    shown = run("logs", "leaky", home=tmp_path)
+    shown = run("logs", "leaky")
     assert "bad token ***" in shown.stdout
     assert secret not in shown.stdout + shown.stderr
 
 
 @pytest.mark.threat("T23")
-def test_logs_prints_a_servers_log_escaped(tmp_path: Path) -> None:
-    listed = run("list", "--no-local", "--server", hostile_server(tmp_path), home=tmp_path)
+def test_logs_prints_a_servers_log_escaped(tmp_path: Path, home: Path) -> None:
+    listed = run("list", "--no-local", "--server", hostile_server(tmp_path))
     assert listed.returncode == 0, listed.stderr
     assert "\x1b" not in listed.stderr + listed.stdout
     assert "approved by your administrator" not in listed.stderr
 
-    result = run("logs", "evil", home=tmp_path)
+    result = run("logs", "evil")
     assert result.returncode == 0, result.stderr
     assert "\x1b" not in result.stdout
     lines = result.stdout.splitlines()
@@ -180,40 +175,38 @@ def test_logs_prints_a_servers_log_escaped(tmp_path: Path) -> None:
     assert lines[2] == "\\x1b]0;pwned\\x07"
     assert lines[3].startswith("skillward serve: 4 skills from ")
 
-    last = run("logs", "Evil", "--lines", "1", home=tmp_path)
+    last = run("logs", "Evil", "--lines", "1")
     assert last.stdout.splitlines() == lines[-1:]
-    typo = run("logs", "evl", home=tmp_path)
+    typo = run("logs", "evl")
     assert typo.returncode == 2
     assert "did you mean 'evil'?" in typo.stderr
-    as_json = json.loads(run("--json", "logs", "evil", home=tmp_path).stdout)
+    as_json = json.loads(run("--json", "logs", "evil").stdout)
     assert as_json["label"] == "evil"
-    assert as_json["file"] == str(log_dir(tmp_path) / "evil.log")
+    assert as_json["file"] == str(log_dir(home) / "evil.log")
     assert as_json["lines"] == lines
 
 
-def test_logs_of_a_server_with_no_log_is_a_usage_error(tmp_path: Path) -> None:
-    result = run("logs", "nobody", home=tmp_path)
+def test_logs_of_a_server_with_no_log_is_a_usage_error() -> None:
+    result = run("logs", "nobody")
     assert result.returncode == 2
     assert "no stderr log for server 'nobody'" in result.stderr
 
 
 def test_debug_shows_every_servers_log(tmp_path: Path) -> None:
-    result = run(
-        "--debug", "list", "--no-local", "--server", hostile_server(tmp_path), home=tmp_path
-    )
+    result = run("--debug", "list", "--no-local", "--server", hostile_server(tmp_path))
     assert result.returncode == 0, result.stderr
     assert "server 'evil' stderr" in result.stderr
     assert ESCAPED_CLEAR in result.stderr
     assert "\x1b" not in result.stderr
 
 
-def test_show_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+def test_show_into_a_closed_pipe_ends_quietly() -> None:
     # `skillward show REF | head -3`, with the reader gone before the first write.
     process = subprocess.Popen(
         [sys.executable, "-m", "skillward", "show", "refunds", "--no-local", "--server", EXAMPLES],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=environment(tmp_path),
+        env=environment(),
     )
     assert process.stdout is not None
     process.stdout.close()
@@ -222,13 +215,11 @@ def test_show_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     assert err == b""
 
 
-def test_a_broken_default_servers_file_is_named_and_explicit_servers_still_work(
-    tmp_path: Path,
-) -> None:
-    default = tmp_path / ".config" / "skillward" / "servers.json"
+def test_a_broken_default_servers_file_is_named_and_explicit_servers_still_work(home: Path) -> None:
+    default = home / ".config" / "skillward" / "servers.json"
     default.parent.mkdir(parents=True)
     default.write_text("{")
-    result = run("list", "--json", "--no-local", "--server", EXAMPLES, home=tmp_path)
+    result = run("list", "--json", "--no-local", "--server", EXAMPLES)
     assert result.returncode == 0, result.stderr
     assert "examples:refunds" in {s["qualified"] for s in json.loads(result.stdout)["skills"]}
     assert str(default) in result.stderr
@@ -251,7 +242,7 @@ def test_a_bad_entry_in_a_servers_file_is_skipped_and_the_rest_loads(tmp_path: P
             }
         )
     )
-    result = run("list", "--json", "--no-local", "--config", str(config), home=tmp_path)
+    result = run("list", "--json", "--no-local", "--config", str(config))
     assert result.returncode == 0, result.stderr
     assert {s["qualified"] for s in json.loads(result.stdout)["skills"]} == {"team-skills:pdf"}
     assert result.stderr.count(str(config)) == 2
@@ -262,12 +253,12 @@ def test_a_bad_entry_in_a_servers_file_is_skipped_and_the_rest_loads(tmp_path: P
 # --- serve ---------------------------------------------------------------------------------
 
 
-def test_serve_on_a_busy_port_says_so_in_one_line(tmp_path: Path) -> None:
+def test_serve_on_a_busy_port_says_so_in_one_line() -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        result = run("serve", "--http", f"127.0.0.1:{port}", home=tmp_path)
+        result = run("serve", "--http", f"127.0.0.1:{port}")
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     first, hint = result.stderr.strip().splitlines()
@@ -287,7 +278,7 @@ def test_serve_says_what_it_serves_and_stops_on_ctrl_c_in_one_line(
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=environment(tmp_path),
+        env=environment(),
     )
     try:
         assert process.stderr is not None

@@ -128,10 +128,9 @@ async def test_the_command_lines_timeout_bounds_the_whole_run(tmp_path: Path) ->
     server = "deaf=" + shlex.join(deaf_argv(pid, ignore_term=True))
     argv = [sys.executable, "-m", "skillward", "list", "--no-local", "--no-cache"]
     argv += ["--server", server, "--timeout", "1"]
-    env = {**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state")}
     # The deadline, and the command's own start-up: no wait for the server to exit.
     with anyio.fail_after(1 + 4):
-        result = await anyio.run_process(argv, env=env, check=False)
+        result = await anyio.run_process(argv, check=False)
     assert result.returncode == 6
     assert b"did not complete the handshake within 1 s" in result.stderr
     assert gone(pid)

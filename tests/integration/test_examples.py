@@ -14,20 +14,13 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-def run_example(name: str, tmp_path: Path) -> str:
-    """The example's output, run as a user would, with a home of its own."""
-    env = {
-        **os.environ,
-        "HOME": str(tmp_path),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-    }
+def run_example(name: str) -> str:
+    """The example's output, run as a user would (with the test's home, from conftest)."""
     result = subprocess.run(
         [sys.executable, str(REPO / "examples" / name)],
         capture_output=True,
         text=True,
         timeout=120,
-        env=env,
         check=False,
     )
     assert result.returncode == 0, result.stderr
@@ -37,8 +30,8 @@ def run_example(name: str, tmp_path: Path) -> str:
 @pytest.mark.threat("T13")
 @pytest.mark.threat("T16")
 @pytest.mark.threat("T38")
-def test_the_agent_loop_example_runs_every_step_through_handle_tool_call(tmp_path: Path) -> None:
-    out = run_example("agent_loop.py", tmp_path)
+def test_the_agent_loop_example_runs_every_step_through_handle_tool_call() -> None:
+    out = run_example("agent_loop.py")
     steps = [line for line in out.splitlines() if line.startswith("step ")]
     assert len(steps) == 6
     assert "pdf-processing  (mcp examples)" in out
@@ -53,10 +46,8 @@ def test_the_agent_loop_example_runs_every_step_through_handle_tool_call(tmp_pat
     assert out.rstrip().endswith("the host now runs its own 'bash' tool (not run here)")
 
 
-def test_the_sync_example_answers_two_threads_at_once_in_the_responses_api_shape(
-    tmp_path: Path,
-) -> None:
-    out = run_example("sync_tool_loop.py", tmp_path)
+def test_the_sync_example_answers_two_threads_at_once_in_the_responses_api_shape() -> None:
+    out = run_example("sync_tool_loop.py")
     lines = out.splitlines()
     assert (
         lines[0]
@@ -82,14 +73,7 @@ def readme_embedding_snippet() -> str:
 def test_the_readmes_embedding_snippet_runs_as_written_and_asks_once(tmp_path: Path) -> None:
     snippet = tmp_path / "host.py"
     snippet.write_text(readme_embedding_snippet(), encoding="utf-8")
-    env = {
-        **os.environ,
-        "HOME": str(tmp_path),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-        "NO_COLOR": "1",
-        "COLUMNS": "200",
-    }
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
     child: pexpect.spawn[bytes] = pexpect.spawn(
         sys.executable, [str(snippet)], env=env, cwd=str(tmp_path), timeout=60
     )

@@ -53,17 +53,10 @@ NODE_BIN = CACHE / "node22" / "node_modules" / ".bin"
 INSPECTOR = CACHE / "inspector" / "node_modules" / ".bin" / "inspector"
 
 
-def _env(tmp_path: Path, *, keyring: str | None = NO_KEYRING) -> dict[str, str]:
-    """A user of their own: config, state (audit, logs, token) and cache under tmp_path;
-    no keyring unless a test asks for the session's Secret Service (``keyring=None``)."""
-    env = {
-        **os.environ,
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-        "XDG_DATA_HOME": str(tmp_path / "data"),
-        "HOME": str(tmp_path / "home"),
-    }
+def _env(*, keyring: str | None = NO_KEYRING) -> dict[str, str]:
+    """The test's environment (a user of its own, from conftest), with no keyring unless a
+    test asks for the session's Secret Service (``keyring=None``)."""
+    env = dict(os.environ)
     env.pop("PYTHON_KEYRING_BACKEND", None)
     if keyring is not None:
         env["PYTHON_KEYRING_BACKEND"] = keyring
@@ -93,14 +86,14 @@ def stdio_params(tmp_path: Path, *, keyring: str | None = NO_KEYRING) -> StdioSe
     return StdioServerParameters(
         command=sys.executable,
         args=gateway_argv(tmp_path),
-        env=_env(tmp_path, keyring=keyring),
+        env=_env(keyring=keyring),
         cwd=str(Path(__file__).resolve().parents[2]),
     )
 
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_skillward_gateway_over_stdio_serves_the_sdk_client_in_both_eras(
-    tmp_path: Path, mode: str
+    tmp_path: Path, mode: str, home: Path
 ) -> None:
     asker = Asker([choose("session")])
     with anyio.fail_after(WAIT):
@@ -117,7 +110,7 @@ async def test_skillward_gateway_over_stdio_serves_the_sdk_client_in_both_eras(
     assert NOTES.decode() in text(notes)
     assert lie.is_error
     assert meta(lie)["label"] == "evil"
-    audit = (tmp_path / "state" / "skillward" / "audit.jsonl").read_text()
+    audit = (home / ".local" / "state" / "skillward" / "audit.jsonl").read_text()
     assert '"client_unverified":"mcp"' in audit
 
 
@@ -203,14 +196,14 @@ async def test_an_upstream_that_stops_is_its_own_error_and_is_served_again_once_
 @pytest.mark.threat("T46")
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_skill_approved_and_remembered_in_a_terminal_loads_without_elicitation(
-    tmp_path: Path, mode: str
+    tmp_path: Path, mode: str, home: Path
 ) -> None:
     backend = secret_service_or_skip()
     argv = gateway_argv(tmp_path)
     try:
         await _approve_then_load(tmp_path, argv, mode)
     finally:
-        forget(backend, tmp_path / "data" / "skillward" / "approvals.json")
+        forget(backend, home / ".local" / "share" / "skillward" / "approvals.json")
 
 
 async def _approve_then_load(tmp_path: Path, argv: list[str], mode: str) -> None:
@@ -218,7 +211,7 @@ async def _approve_then_load(tmp_path: Path, argv: list[str], mode: str) -> None
     with anyio.fail_after(WAIT):
         approved = await anyio.run_process(
             [sys.executable, "-m", "skillward", "approve", "acme:deploy", "--yes", *servers],
-            env=_env(tmp_path, keyring=BACKEND_NAME),
+            env=_env(keyring=BACKEND_NAME),
             cwd=str(REPO_ROOT),
             check=False,
         )
@@ -234,7 +227,7 @@ async def _approve_then_load(tmp_path: Path, argv: list[str], mode: str) -> None
 
 def _inspector(tmp_path: Path, era: str, *method: str, status: int = 0) -> dict[str, Any]:
     """The Inspector CLI's one JSON answer (it exits 5 when a tool answers isError)."""
-    env = {**_env(tmp_path), "PATH": f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = {**_env(), "PATH": f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     options = ["--cli", "--protocol-era", era, *method, "--format", "json", "-q"]
     done = subprocess.run(
         [str(INSPECTOR), *options, "--", sys.executable, *gateway_argv(tmp_path)],
@@ -280,10 +273,10 @@ def test_the_mcp_inspector_cli_lists_the_tools_and_without_elicitation_loads_not
 
 
 async def test_skillward_gateway_over_http_prints_the_token_file_never_the_token(
-    tmp_path: Path,
+    tmp_path: Path, home: Path
 ) -> None:
     argv = [sys.executable, *gateway_argv(tmp_path), "--http", "127.0.0.1:0"]
-    process = await anyio.open_process(argv, env=_env(tmp_path), cwd=str(REPO_ROOT))
+    process = await anyio.open_process(argv, env=_env(), cwd=str(REPO_ROOT))
     try:
         assert process.stderr is not None
         seen = b""
@@ -293,7 +286,7 @@ async def test_skillward_gateway_over_http_prints_the_token_file_never_the_token
                 if b"/mcp" in seen:
                     break
         said = seen.decode()
-        token_file = tmp_path / "state" / "skillward" / "gateway-token"
+        token_file = home / ".local" / "state" / "skillward" / "gateway-token"
         token = token_file.read_text().strip()
         assert str(token_file) in said.replace("\n", "")
         assert token not in said
@@ -320,7 +313,7 @@ def test_a_token_file_without_http_is_refused(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         timeout=WAIT,
-        env=_env(tmp_path),
+        env=_env(),
         check=False,
     )
     assert done.returncode == 2
@@ -340,7 +333,7 @@ def _refused_before_any_server_starts(tmp_path: Path, *options: str) -> str:
         capture_output=True,
         text=True,
         timeout=WAIT,
-        env=_env(tmp_path),
+        env=_env(),
         cwd=str(REPO_ROOT),
         check=False,
         stdin=subprocess.DEVNULL,

@@ -156,12 +156,7 @@ async def test_a_server_started_before_the_sdk_fails_to_load_is_stopped_and_reap
     (broken / "mcp" / "__init__.py").write_text(BROKEN_MCP.format(pid=str(pid)))
     server = "deaf=" + shlex.join(deaf_argv(pid, ignore_term=True))
     argv = [sys.executable, "-m", "skillward", "list", "--no-local", "--no-cache"]
-    env = {
-        **os.environ,
-        "HOME": str(tmp_path),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "PYTHONPATH": str(broken),
-    }
+    env = {**os.environ, "PYTHONPATH": str(broken)}
     with anyio.fail_after(30):
         result = await anyio.run_process([*argv, "--server", server], env=env, check=False)
     assert result.returncode == 6
