@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import pytest
@@ -17,6 +18,7 @@ from skillward.cache.seam import NoCache
 from skillward.core.config import Limits
 from skillward.core.errors import ApprovalDenied, ConfigError, PolicyDenied, TransportError
 from skillward.edge.servers import (
+    HttpTransport,
     InMemoryTransport,
     ServerSpec,
     StdioTransport,
@@ -34,6 +36,7 @@ from tests.support.doubles import Approving
 from tests.support.hostile import HostileState, build_hostile_server, build_hostile_tree
 from tests.support.keys import MemoryKeys
 from tests.support.policies import ALLOWED, PolicyDirs, url_named_executable
+from tests.support.servers import serve_tree
 from tests.support.trees import skill_md, write
 
 pytestmark = pytest.mark.anyio
@@ -155,6 +158,66 @@ async def test_a_denied_url_is_refused_in_every_spelling_and_nothing_is_contacte
                 with pytest.raises(TransportError):
                     await host.connect(parse_server_option(f"other=http://localhost:{port}/mcp"))
             assert contacted != []
+
+
+@pytest.mark.threat("T40", "T41")
+@pytest.mark.parametrize("pattern", ["http://*", "http:http://*"])
+async def test_a_plain_http_deny_naming_no_port_refuses_every_port_and_contacts_nothing(
+    dirs: PolicyDirs, pattern: str
+) -> None:
+    contacted: list[bytes] = []
+    with anyio.fail_after(60):
+        async with listening(contacted) as port:
+            dirs.admin(f'version = 1\n[servers]\ndeny = ["{pattern}"]\n')
+            spec = parse_server_option(f"fine=http://127.0.0.1:{port}/mcp")
+            error = await refused_connection(dirs.load(), spec)
+            assert f"servers.deny = '{pattern}'" in error.message
+            assert contacted == []
+
+
+@pytest.mark.threat("T40")
+async def test_an_allow_entry_naming_no_path_admits_its_host_on_any_path_and_no_other_port(
+    dirs: PolicyDirs, tmp_path: Path
+) -> None:
+    tree = tmp_path / "skills"
+    write(tree, "acme/refunds/SKILL.md", skill_md("refunds", "Refund policy"))
+    contacted: list[bytes] = []
+    with anyio.fail_after(60):
+        async with serve_tree(tree, "http") as spec, listening(contacted) as other:
+            assert isinstance(spec.transport, HttpTransport)
+            url = urlsplit(spec.transport.url)
+            assert url.path == "/mcp"
+            dirs.admin(f'version = 1\n[servers]\nallow = ["http://{url.netloc}"]\n')
+            policy = dirs.load()
+            async with SkillHost(approver=Approving(), policy=policy) as host:
+                await host.connect(spec)
+                assert host.resolve("refunds").entry is not None
+            elsewhere = parse_server_option(f"acme=http://127.0.0.1:{other}/mcp")
+            error = await refused_connection(policy, elsewhere)
+            assert "not in servers.allow" in error.message
+            # Naming no port, an allow entry names the default one (80) only.
+            dirs.admin('version = 1\n[servers]\nallow = ["http://127.0.0.1"]\n')
+            await refused_connection(dirs.load(), elsewhere)
+            assert contacted == []
+
+
+@pytest.mark.threat("T40", "T41")
+@pytest.mark.parametrize("where", ["absolute", "relative"])
+async def test_a_bare_word_deny_never_starts_a_stdio_server_running_that_program(
+    dirs: PolicyDirs, tmp_path: Path, where: str
+) -> None:
+    started = tmp_path / "started"
+    program = tmp_path / "bin" / "evil"
+    program.parent.mkdir()
+    program.write_text(f"#!{sys.executable}\nopen({str(started)!r}, 'w').close()\n")
+    program.chmod(0o755)
+    command = str(program) if where == "absolute" else "./evil"
+    transport = StdioTransport(command=command, cwd=str(program.parent), stderr="discard")
+    dirs.admin('version = 1\n[servers]\ndeny = ["evil"]\n')
+    error = await refused_connection(dirs.load(), ServerSpec(label="tools", transport=transport))
+    assert error.server == "tools"
+    assert "servers.deny = 'evil'" in error.message
+    assert not started.exists()
 
 
 @pytest.mark.threat("T39")

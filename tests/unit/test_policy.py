@@ -285,6 +285,117 @@ def test_a_url_pattern_names_its_port_and_its_path_and_never_the_query(dirs: Pol
     refused(policy, http_server("g", "https://evil.example/.corp.example/x"))
 
 
+# --- what a pattern leaves out: read widely to deny, narrowly to allow ------------------------
+
+
+@pytest.mark.threat("T40", "T41")
+@pytest.mark.parametrize("pattern", ["http://*", "http:http://*", "HTTP://*/", "http://*/*"])
+def test_a_url_deny_rule_with_no_port_refuses_every_port(dirs: PolicyDirs, pattern: str) -> None:
+    dirs.admin(f'version = 1\n[servers]\ndeny = ["{pattern}"]\n')
+    policy = dirs.load()
+    for url in (
+        "http://evil.example:8080/mcp",
+        "http://127.0.0.1:8000/mcp?x=1",
+        "http://evil.example/",
+        "http://evil.example:443/other",
+    ):
+        error = refused(policy, http_server("fine", url))
+        assert f"servers.deny = '{pattern}'" in error.message, url
+    policy.check_server(http_server("fine", "https://evil.example:8080/mcp"))
+
+
+@pytest.mark.threat("T40", "T41")
+def test_a_url_deny_rule_with_no_path_refuses_every_path_on_its_host(dirs: PolicyDirs) -> None:
+    dirs.admin('version = 1\n[servers]\ndeny = ["https://evil.example"]\n')
+    policy = dirs.load()
+    for url in (
+        "https://evil.example/mcp",
+        "https://EVIL.example:8443/a/b?c",
+        "https://evil.example",
+    ):
+        refused(policy, http_server("fine", url))
+    policy.check_server(http_server("fine", "https://evil.example.net/mcp"))
+    policy.check_server(http_server("fine", "http://good.example/evil.example"))
+
+
+@pytest.mark.threat("T40")
+def test_a_url_deny_rule_naming_its_port_or_path_refuses_exactly_that(dirs: PolicyDirs) -> None:
+    dirs.admin(
+        'version = 1\n[servers]\ndeny = ["http://evil.example:80", '
+        '"https://evil.example:443/mcp"]\n'
+    )
+    policy = dirs.load()
+    refused(policy, http_server("a", "http://evil.example/any/path"))
+    refused(policy, http_server("b", "https://evil.example:443/MCP"))
+    policy.check_server(http_server("c", "http://evil.example:8080/mcp"))
+    policy.check_server(http_server("d", "https://evil.example:8443/mcp"))
+    policy.check_server(http_server("e", "https://evil.example/other"))
+
+
+@pytest.mark.threat("T40")
+def test_a_url_allow_entry_with_no_path_admits_its_host_on_any_path_and_only_its_port(
+    dirs: PolicyDirs,
+) -> None:
+    dirs.admin('version = 1\n[servers]\nallow = ["https://skills.example.com"]\n')
+    policy = dirs.load()
+    for url in (ALLOWED, "https://skills.example.com", "https://skills.example.com:443/a/b?c"):
+        policy.check_server(http_server("acme", url))
+    for url in (
+        "https://skills.example.com:8443/mcp",
+        "http://skills.example.com/mcp",
+        "https://skills.example.com.evil.example/mcp",
+        "https://evil.example/skills.example.com",
+    ):
+        assert "not in servers.allow" in refused(policy, http_server("acme", url)).message, url
+    refused(policy, stdio_server("acme", "https://skills.example.com"))
+    # An allow entry naming no port and one naming the default port name the same servers.
+    dirs.user('version = 1\n[servers]\nallow = ["https://skills.example.com:443/mcp"]\n')
+    dirs.load()
+    assert dirs.reports == []
+
+
+@pytest.mark.threat("T40", "T41")
+@pytest.mark.parametrize(
+    "command",
+    [("evil",), ("/opt/tools/evil", "--stdio"), ("EVIL", "-y"), ("./bin/evil",), ("C:\\x\\evil",)],
+)
+def test_a_bare_word_deny_refuses_a_stdio_server_running_that_program(
+    dirs: PolicyDirs, command: tuple[str, ...]
+) -> None:
+    dirs.admin('version = 1\n[servers]\ndeny = ["evil"]\n')
+    error = refused(dirs.load(), stdio_server("fine", *command))
+    assert "servers.deny = 'evil'" in error.message
+    assert error.server == "fine"
+
+
+@pytest.mark.threat("T40")
+def test_a_bare_word_names_a_program_only_to_deny_and_only_as_the_program(
+    dirs: PolicyDirs,
+) -> None:
+    dirs.admin('version = 1\n[servers]\ndeny = ["evil", "npx*"]\n')
+    policy = dirs.load()
+    refused(policy, http_server("evil", "https://fine.example/mcp"))
+    refused(policy, stdio_server("tools", "/usr/bin/npx", "-y", "pkg"))
+    # What runs under another program is not that program: an allow list must say so.
+    policy.check_server(stdio_server("tools", "uvx", "evil"))
+    policy.check_server(stdio_server("tools", "evil-mcp"))
+    policy.check_server(stdio_server("tools", "/opt/evil/server"))
+    policy.check_server(http_server("tools", "https://evil/mcp"))
+    dirs.admin('version = 1\n[servers]\nallow = ["acme"]\n')
+    policy = dirs.load()
+    policy.check_server(stdio_server("acme", "evil"))
+    assert "not in servers.allow" in refused(policy, stdio_server("tools", "acme")).message
+
+
+@pytest.mark.threat("T40")
+def test_a_stdio_deny_rule_means_exactly_the_command_line_it_names(dirs: PolicyDirs) -> None:
+    dirs.admin('version = 1\n[servers]\ndeny = ["stdio:evil"]\n')
+    policy = dirs.load()
+    refused(policy, stdio_server("tools", "evil"))
+    policy.check_server(stdio_server("tools", "evil", "--stdio"))
+    policy.check_server(http_server("evil"))
+
+
 @pytest.mark.threat("T41")
 @pytest.mark.parametrize(
     ("pattern", "why"),
@@ -659,8 +770,10 @@ def test_the_strict_policy_locks_an_enterprise_down(dirs: PolicyDirs) -> None:
     refused(policy, http_server("corp-skills", "https://elsewhere.example/mcp"))
     refused(policy, stdio_server("corp-skills", "npx", "-y", "corp"))
     refused(policy, stdio_server("corp-skills", "https://skills.corp.example/mcp"))
+    refused(policy, stdio_server("corp-skills", "/usr/local/bin/npx", "corp"))
+    refused(policy, stdio_server("corp-skills", "uvx", "corp"))
     plain = refused(policy, http_server("any", "http://skills.corp.example:8080/mcp"))
-    assert "servers.deny = 'http://*:*/*'" in plain.message
+    assert "servers.deny = 'http://*'" in plain.message
     refused(policy, http_server("acme"))
     policy.check_activation(make_request(make_entry(root="skill://corp/billing/refunds")))
     refused_skill(policy)

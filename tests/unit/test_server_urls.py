@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 
 import pytest
 from hypothesis import assume, given, settings
@@ -147,13 +148,55 @@ def test_a_pattern_is_of_one_kind_and_matches_only_servers_of_that_transport(tex
     except ValueError:
         return
     for server in _SERVERS:
-        for fold in (False, True):
-            if not pattern.matches(server, fold=fold):
+        for deny in (False, True):
+            if not pattern.matches(server, deny=deny):
                 continue
             if isinstance(pattern, UrlPattern):
                 assert server.url is not None
             elif pattern.kind == "command":
                 assert server.command is not None
+
+
+@st.composite
+def pattern_texts(draw: st.DrawFn) -> str:
+    """Server patterns as an administrator might write them, parts left out or not."""
+    scheme = draw(st.sampled_from(["http", "https", "HTTP"]))
+    host = draw(st.sampled_from(["*", "evil.example", "*.example", "127.0.0.1", "[::1]"]))
+    port = draw(st.sampled_from(["", ":", ":80", ":443", ":8080", ":*", ":80*"]))
+    path = draw(st.sampled_from(["", "/", "/mcp", "/*", "/M*"]))
+    url = f"{scheme}://{host}{port}{path}"
+    words = st.text(alphabet="evilENP?*-/ .ßx", min_size=1, max_size=12)
+    return draw(
+        st.sampled_from([url, "http:" + url, "evil", "EV?L", "*", "e*", "npx *"])
+        | words
+        | words.map(lambda w: "stdio:" + w)
+        | st.text(max_size=24)
+    )
+
+
+@st.composite
+def server_names(draw: st.DrawFn) -> ServerName:
+    """Servers of every transport, named as hostile authors might name them."""
+    label = draw(st.sampled_from(["evil", "acme", "npx", "ss"]) | st.text(max_size=6))
+    words = st.lists(st.text(alphabet="evilENPß/x -'\"", max_size=10), min_size=1, max_size=3)
+    command = draw(words.map(shlex.join) | st.text(alphabet="evil/ 'ß", max_size=10))
+    url = canonical_or_none(draw(urls()))
+    return draw(
+        st.sampled_from([ServerName(label), ServerName(label, command=command)])
+        | st.just(ServerName(label, url=url) if url is not None else ServerName(label))
+    )
+
+
+@pytest.mark.threat("T40", "T41")
+@settings(max_examples=500, deadline=None)
+@given(pattern_texts(), server_names())
+def test_a_pattern_denies_every_server_it_would_allow(text: str, server: ServerName) -> None:
+    try:
+        pattern = parse_server_pattern(text)
+    except ValueError:
+        return
+    if pattern.matches(server):
+        assert pattern.matches(server, deny=True)
 
 
 @pytest.mark.threat("T40")

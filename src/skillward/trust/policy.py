@@ -18,6 +18,9 @@ then the user's, then what the host passes in code). Each later layer only narro
 
 Server patterns are parsed once, as the files are read, into one kind each (a URL, a
 command line or a label) and match only servers of that transport (``trust/_patterns.py``).
+What a pattern leaves out, a deny rule reads widely and an allow rule narrowly: a URL with
+no port denies every port but allows the default one, and a bare word that denies a label
+denies the program of that name too.
 
 An effective policy in *lockdown* (an administrator file that cannot be trusted or
 read) lets no server connect, remembers nothing and caches nothing.
@@ -416,8 +419,8 @@ class EffectivePolicy:
         self._check_lockdown(server=spec.label)
         name = server_name(spec.label, spec.identity)
 
-        def matches(pattern: str, fold: bool) -> bool:
-            return self._patterns[pattern].matches(name, fold=fold)
+        def matches(pattern: str, deny: bool) -> bool:
+            return self._patterns[pattern].matches(name, deny=deny)
 
         self._check_lists("servers", matches, "this server", server=spec.label, uri=None)
 
@@ -436,8 +439,8 @@ class EffectivePolicy:
                 raise self._denied(what, digests[0], server=label, uri=entry.uri)
         names = (entry.uri, str(entry.root))
 
-        def matches(pattern: str, fold: bool) -> bool:
-            return _skill_matches(pattern, names, fold=fold)
+        def matches(pattern: str, deny: bool) -> bool:
+            return _skill_matches(pattern, names, fold=deny)
 
         self._check_lists("skills", matches, "this skill", server=label, uri=entry.uri)
         blocked = {s.value: s for s in self._denies.get("skills.deny_digests", ())}
@@ -587,7 +590,8 @@ class EffectivePolicy:
         server: str,
         uri: str | None,
     ) -> None:
-        """Deny rules, folding case (a case variant does not slip by), then allow lists."""
+        """Deny rules, then allow lists; ``matches(pattern, deny)`` reads a deny rule
+        widely (without regard to case, so a case variant does not slip by)."""
         for rule in self._denies.get(f"{table}.deny", ()):
             if matches(rule.value, True):
                 raise self._denied(f"{what} matches a deny rule", rule, server=server, uri=uri)
