@@ -141,10 +141,20 @@ def test_approve_remember_without_a_keyring_records_nothing_and_exits_3(tmp_path
     assert "fail Keyring" in result.stderr
     assert "not remembered" in result.stderr
     listed = run("approvals", "list", "--json", home=tmp_path)
-    assert listed.returncode == 0, listed.stderr
+    assert listed.returncode == 3, listed.stderr
     data = json.loads(listed.stdout)
     assert data["approvals"] == []
     assert "fail Keyring" in data["remember_unavailable"]
+
+
+def test_approvals_list_with_the_store_unavailable_says_why_and_exits_3(tmp_path: Path) -> None:
+    result = run("approvals", "list", home=tmp_path)
+    assert result.returncode == 3
+    assert "No remembered approvals" not in result.stdout + result.stderr
+    (error,) = (line for line in result.stderr.splitlines() if line.startswith("skillward:"))
+    assert "remembered approvals are unavailable" in error
+    assert "fail Keyring" in error
+    assert "hint: Remembered approvals need an unlocked OS keyring" in result.stderr
 
 
 def test_approve_for_the_session_with_yes_says_nothing_is_kept(tmp_path: Path) -> None:
@@ -166,7 +176,7 @@ def test_approve_for_the_session_with_yes_says_nothing_is_kept(tmp_path: Path) -
 
 def secret_service_or_skip(home: Path) -> None:
     probe = run("approvals", "list", "--json", home=home, keyring=None)
-    why = json.loads(probe.stdout)["remember_unavailable"] if probe.returncode == 0 else "?"
+    why = json.loads(probe.stdout)["remember_unavailable"] if probe.stdout else "?"
     if why is not None:
         pytest.skip(
             f"no usable keyring ({why}); run under dbus-run-session with an unlocked "
@@ -214,7 +224,7 @@ def test_a_first_approval_where_the_keyring_has_no_collection_says_what_to_do_in
     listed = run(
         "approvals", "list", "--json", home=tmp_path, keyring=SECRET_SERVICE, prefix=prefix
     )
-    assert listed.returncode == 0, listed.stderr
+    assert listed.returncode == 3, listed.stderr
     report = json.loads(listed.stdout)
     assert report["approvals"] == []
     assert "has no default keyring" in report["remember_unavailable"]

@@ -178,16 +178,19 @@ def record_json(record: ApprovalRecord) -> dict[str, object]:
 
 
 def approvals_list(args: argparse.Namespace, terminal: Terminal) -> int:
+    """Every remembered approval; a store that cannot be used exits 3 saying why, never
+    as a store with nothing in it."""
     kept = store(terminal)
     records = kept.records()
     why = kept.unavailable()
     if args.json:
         terminal.json({"remember_unavailable": why, "approvals": [record_json(r) for r in records]})
-        return EXIT_OK
-    if why is not None:
-        terminal.note(f"remembered approvals are unavailable: {why}")
-    terminal.approvals(records)
-    return EXIT_OK
+    else:
+        if why is not None:
+            terminal.error(RememberUnavailable(f"remembered approvals are unavailable: {why}"))
+        if records or why is None:
+            terminal.approvals(records)
+    return EXIT_OK if why is None else RememberUnavailable.exit_code
 
 
 def approvals_revoke(args: argparse.Namespace, terminal: Terminal) -> int:
