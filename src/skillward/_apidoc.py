@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import inspect
 import sys
 import typing
@@ -53,7 +54,8 @@ def _fields(cls: type) -> list[tuple[str, str]]:
             for name, info in cls.model_fields.items()
         ]
     if dataclasses.is_dataclass(cls):
-        return [(f.name, str(f.type)) for f in dataclasses.fields(cls)]
+        fields = dataclasses.fields(cls)
+        return [(f.name, str(f.type)) for f in fields if not f.name.startswith("_")]
     return []
 
 
@@ -67,7 +69,7 @@ def _members(cls: type) -> list[str]:
             "__exit__",
         }:
             continue
-        if isinstance(member, property):
+        if isinstance(member, property | functools.cached_property):
             lines.append(f"- `{name}` (property): {_summary(member)}".rstrip(": "))
         elif isinstance(member, classmethod | staticmethod):
             func = member.__func__

@@ -17,9 +17,11 @@ import anyio
 import pytest
 
 from skillward.core.errors import ResponseTooLarge, ServerDisconnected, SizeMismatch
+from skillward.edge.client import SkillsClient
 from skillward.edge.servers import HttpTransport, ServerSpec, StdioTransport
 from skillward.host.skillhost import SkillHost
 from skillward.serve.catalog import example_skills_dir
+from tests.support import listings
 from tests.support.doubles import Approving
 from tests.support.listings import REPO_ROOT
 from tests.support.servers import http_server, serve_argv
@@ -53,6 +55,16 @@ async def test_a_message_past_the_caps_is_refused_naming_the_server_for_little_m
     assert why in outcome["message"]
     # The SDK's own transports held and parsed the whole message: 545 MB for ``beyond``.
     assert outcome["growth_mb"] < 100, outcome
+
+
+@pytest.mark.threat("T11")
+async def test_a_stdio_listing_page_is_held_to_its_cap_in_the_bytes_it_arrived_as() -> None:
+    # Its text is under the cap in characters, past it in bytes: the transport measured
+    # the message as it read it, and the listing's cap is in bytes.
+    with anyio.fail_after(60):
+        async with listings.spec("multibyte") as server, SkillsClient.connect(server) as client:
+            with pytest.raises(ResponseTooLarge, match="result is larger than 2097152 bytes"):
+                await client.list_skills()
 
 
 def misbehaving_argv(mode: str, *options: str) -> list[str]:

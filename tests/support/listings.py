@@ -110,6 +110,12 @@ def _astral() -> list[dict[str, Any]]:
     return [{"skills": [], "padding": "\U0001f600" + "x" * size}]
 
 
+def _multibyte() -> list[dict[str, Any]]:
+    # Three bytes a character as UTF-8: under the listing's cap in characters (0.45 of
+    # it), past it in bytes (1.35 times).
+    return [{"skills": [], "padding": "\u20ac" * int(LIMITS.max_list_response_bytes * 0.45)}]
+
+
 def _results(shape: str) -> list[dict[str, Any]]:
     """The whole ``skills/list`` results of ``shape``, page by page."""
     if shape in PAST_THE_TRANSPORT:
@@ -126,9 +132,14 @@ SHAPES = {
     "unknown": _unknown,
     "entries": _entries,
 }
-#: One response each, which the client refuses: at the transport, or (``astral``, within
-#: the transport's caps) at the listing's own.
-PAST_THE_TRANSPORT = {"beyond": _beyond, "wide": _wide, "astral": _astral}
+#: One response each, which the client refuses: at the transport, or (``astral`` and
+#: ``multibyte``, within the transport's caps) at the listing's own.
+PAST_THE_TRANSPORT = {
+    "beyond": _beyond,
+    "wide": _wide,
+    "astral": _astral,
+    "multibyte": _multibyte,
+}
 
 
 def pages_server(pages: list[dict[str, Any]]) -> Server[Any]:

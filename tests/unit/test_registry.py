@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from skillward.core.errors import (
@@ -163,6 +163,46 @@ def test_display_refs_are_bare_only_when_unambiguous(registry: Registry) -> None
     assert "git-workflow" not in refs
     assert {"acme:git-workflow", "project:git-workflow"} <= refs
     assert {"acme:acme/billing/refunds", "acme:acme/support/refunds"} <= refs
+
+
+@pytest.mark.threat("T3")
+def test_a_display_ref_follows_the_names_other_origins_bring_and_take_away(
+    registry: Registry,
+) -> None:
+    (pdf,) = [r for r in registry.records() if r.name == "pdf-processing"]
+    assert registry.display_ref(pdf) == "pdf-processing"
+    registry.set_origin(DOCS, [mcp_record(DOCS, "pdf-processing")])
+    assert registry.display_ref(pdf) == "acme:pdf-processing"
+    registry.remove_origin("docs")
+    assert registry.display_ref(pdf) == "pdf-processing"
+
+
+_AUTHORITY = st.from_regex(r"[A-Za-z0-9._~!$&'()*+,;=-]{1,6}", fullmatch=True)
+_SEGMENT = st.from_regex(r"[A-Za-z0-9._~!$&'()*+,;=:@-]{1,6}|%E2%82%AC", fullmatch=True)
+
+
+@pytest.mark.threat("T3")
+@given(
+    st.from_regex(r"[a-z][a-z0-9+.-]{0,5}", fullmatch=True).filter(lambda s: s != "file"),
+    st.lists(_AUTHORITY, max_size=1),
+    st.lists(_SEGMENT, max_size=2),
+    st.from_regex(r"[a-z0-9]{1,8}", fullmatch=True),
+)
+def test_a_records_path_is_its_entrys_skill_path(
+    scheme: str, authority: list[str], segments: list[str], name: str
+) -> None:
+    # The record reads it off the URI's text; the entry, off the parsed URI.
+    prefix = [*authority, *segments] if authority else []
+    assume(not {".", ".."} & set(prefix))
+    uri = f"{scheme}://{'/'.join([*prefix, name])}/SKILL.md"
+    entry = parse_entry(
+        {
+            "uri": uri,
+            "frontmatter": {"name": name, "description": "d"},
+            "resources": [{"uri": uri, "digest": DIGEST, "size": 1}],
+        }
+    )
+    assert SkillRecord.from_entry(ACME, entry).path == entry.root.skill_path
 
 
 @pytest.mark.threat("T3")

@@ -40,7 +40,7 @@ from skillward.core.errors import (
 )
 from skillward.core.labels import check_label, normalise_label
 from skillward.core.origins import Origin, SkillKey
-from skillward.core.uris import fold_collisions, fold_key
+from skillward.core.uris import SKILL_FILE, fold_collisions, fold_key
 from skillward.core.wire import SkillEntry
 
 __all__ = [
@@ -90,7 +90,8 @@ class SkillRecord:
             origin=origin,
             name=entry.name,
             description=entry.description,
-            path=entry.root.skill_path,
+            # From the URI's text: the entry's parsed root is built only when first used.
+            path=_skill_path(entry.uri),
             entry=entry,
             listed=listed,
         )
@@ -135,10 +136,15 @@ class Reference:
             return False
         if self.kind == "uri":
             return uri == self.value
-        skill_path = uri.partition("://")[2].removesuffix("/SKILL.md")
+        skill_path = _skill_path(uri)
         if self.kind == "path":
             return skill_path == self.value
         return skill_path.rsplit("/", 1)[-1] == self.value
+
+
+def _skill_path(uri: str) -> str:
+    """The skill path of a skill's canonical ``SKILL.md`` URI, read off its text."""
+    return uri.partition("://")[2].removesuffix(f"/{SKILL_FILE}")
 
 
 def parse_reference(text: str) -> Reference:
@@ -208,6 +214,9 @@ class Registry:
         self._declined: dict[str, list[Declined]] = defaultdict(list)
         # Name -> keys, so name lookups stay linear in the catalog, not quadratic.
         self._names: dict[str, set[SkillKey]] = defaultdict(set)
+        # Each record's display reference, until the registry changes: the catalog asks
+        # for every skill's, every time it is built.
+        self._shown: dict[SkillKey, tuple[SkillRecord, str]] = {}
 
     # --- maintenance ----------------------------------------------------------------
 
@@ -237,6 +246,8 @@ class Registry:
         self._names[record.name].add(record.key)
 
     def _forget(self, key: SkillKey) -> None:
+        if self._shown:
+            self._shown.clear()
         old = self._records.pop(key, None)
         if old is not None:
             self._names[old.name].discard(key)
@@ -297,9 +308,14 @@ class Registry:
 
     def display_ref(self, record: SkillRecord) -> str:
         """The bare name when no other skill anywhere shares it, else the qualified form."""
+        kept = self._shown.get(record.key)
+        if kept is not None and kept[0] is record:
+            return kept[1]
+        shown = record.name
         if len(self._names.get(record.name, ())) > 1:
-            return self.qualified_ref(record)
-        return record.name
+            shown = self.qualified_ref(record)
+        self._shown[record.key] = (record, shown)
+        return shown
 
     def resolve(self, reference: str | Reference) -> SkillRecord:
         """The one skill ``reference`` names, or raise; never guesses between origins."""

@@ -28,7 +28,7 @@ import re
 import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from skillward.core.errors import InvalidUri
 
@@ -158,9 +158,15 @@ class ResourceUri:
     scheme: str
     authority: str
     path: tuple[str, ...]
+    #: ``str()``, built on first use, then kept: it is read far more often than built.
+    _text: str | None = field(default=None, init=False, repr=False, compare=False)
 
     def __str__(self) -> str:
-        return f"{self.scheme}://{self.authority}" + "".join("/" + s for s in self.path)
+        text = self._text
+        if text is None:
+            text = f"{self.scheme}://{self.authority}" + "".join("/" + s for s in self.path)
+            object.__setattr__(self, "_text", text)
+        return text
 
     @property
     def segments(self) -> tuple[str, ...]:
@@ -182,9 +188,16 @@ class SkillRoot:
 
     scheme: str
     segments: tuple[str, ...]
+    #: ``str()``, built on first use, then kept (:meth:`holds` starts from it for every
+    #: file of a listing).
+    _text: str | None = field(default=None, init=False, repr=False, compare=False)
 
     def __str__(self) -> str:
-        return f"{self.scheme}://" + "/".join(self.segments)
+        text = self._text
+        if text is None:
+            text = f"{self.scheme}://" + "/".join(self.segments)
+            object.__setattr__(self, "_text", text)
+        return text
 
     @property
     def name(self) -> str:

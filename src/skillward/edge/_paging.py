@@ -30,6 +30,7 @@ from skillward.core.wire import DirectoryChild, DirectoryReadResult, SkillEntry,
 
 __all__ = [
     "Budget",
+    "Measured",
     "SkillListing",
     "check_bytes",
     "check_cursor",
@@ -46,6 +47,18 @@ WIRE_CAPS = "SW-WIRE-001"
 LIST_PAGINATION = "SW-LIST-002"
 LIST_BOUNDS = "SW-LIST-009"
 DIR_PAGINATION = "SW-DIR-008"
+
+
+class Measured(dict[str, Any]):
+    """A result as the transport received it, with the size in bytes of the message that
+    carried it: measured while it was read, so the bounds on it need not walk it again.
+    Only the transport makes one; a server can send nothing that becomes one."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, result: dict[str, Any], size: int) -> None:
+        super().__init__(result)
+        self.size = size
 
 
 @dataclass(slots=True)
@@ -127,8 +140,9 @@ def check_bytes(
 ) -> None:
     """Refuse one ``method`` result above ``cap`` bytes, or one that takes the walk it is
     part of (``spent`` so far; its name and cap) past its cap, measured as JSON before
-    anything is built. ``rule``: the rule of docs/check.md the server broke."""
-    size = json_size(raw, limit=cap)
+    anything is built (by the transport, as it read the message, when it could).
+    ``rule``: the rule of docs/check.md the server broke."""
+    size = raw.size if isinstance(raw, Measured) else json_size(raw, limit=cap)
     if size > cap:
         raise ResponseTooLarge(f"a {method} result is larger than {cap} bytes", rule=rule)
     if spent is not None and walk is not None:

@@ -39,6 +39,7 @@ from mcp.shared.message import SessionMessage
 
 from skillward.core.config import Limits
 from skillward.core.errors import InvalidResponse, ResponseTooLarge, SkillwardError
+from skillward.edge._paging import Measured
 from skillward.edge._process import Child, Reaper, spawn
 from skillward.edge.servers import HttpTransport, ServerSpec, StdioTransport
 
@@ -215,6 +216,9 @@ def _parse(line: bytes, limits: Limits, faults: Faults) -> SessionMessage | Exce
         message = types.jsonrpc_message_adapter.validate_python(data, by_name=False)
     except ValueError as exc:
         return exc
+    if isinstance(message, types.JSONRPCResponse):
+        # Its size, known here: the client's bounds on the result need not measure it.
+        message.result = Measured(message.result, len(line))
     return SessionMessage(message)
 
 

@@ -35,7 +35,7 @@ import anyio.lowlevel
 import mcp_types as types
 from mcp import Client, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ConfigDict, RootModel, ValidationError
 
 from skillward._version import __version__
 from skillward.core._fields import EXTENSION_ID, GET_ECHO
@@ -107,10 +107,11 @@ logger = logging.getLogger("skillward")
 # The rules of docs/check.md the client edge enforces (see skillward.core.rules).
 
 
-class _RawResult(BaseModel):
-    """Any result object, kept as received; skillward validates it itself."""
+class _RawResult(RootModel[Any]):
+    """Any result object, kept as received (the very object, measured by the transport
+    when it could be); skillward validates it itself."""
 
-    model_config = ConfigDict(extra="allow", defer_build=True)
+    model_config = ConfigDict(defer_build=True)
 
 
 def _target(
@@ -397,7 +398,8 @@ class SkillsClient:
 
     async def _request(self, request: Any) -> dict[str, Any]:
         result = await self._client.session.send_request(request, _RawResult)
-        return dict(result.model_extra or {})
+        raw: dict[str, Any] = result.root
+        return raw
 
     async def list_skills_page(self, cursor: str | None = None) -> SkillsPage:
         """One ``skills/list`` page; bad entries are in ``rejected``, not fatal."""
