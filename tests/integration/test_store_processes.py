@@ -16,6 +16,10 @@ import pytest
 from skillward.core.origins import SkillKey
 from skillward.trust._keys import OsKeyring
 from skillward.trust._store import FileApprovalStore
+from skillward.trust.approvals import Scope, record_for
+from tests.support.approvals import make_entry
+from tests.support.keys import FileKeys
+from tests.support.previous_store import write_previous_store
 from tests.support.secret_service import BACKEND_NAME, forget, secret_service_or_skip
 from tests.support.store_worker import store
 
@@ -25,11 +29,10 @@ WORKER = [sys.executable, "-m", "tests.support.store_worker"]
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_eight_processes_approving_two_hundred_skills_each_leave_every_record_valid(
-    tmp_path: Path,
-) -> None:
+def run_writers(directory: Path, processes: int, approvals: int) -> None:
+    """``processes`` writers at once, keys in a file, each remembering ``approvals`` skills."""
     result = subprocess.run(
-        [*WORKER, "concurrent", str(tmp_path), "8", "200"],
+        [*WORKER, "concurrent", str(directory), str(processes), str(approvals)],
         capture_output=True,
         text=True,
         timeout=600,
@@ -37,7 +40,13 @@ def test_eight_processes_approving_two_hundred_skills_each_leave_every_record_va
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["0"] * 8, result.stderr
+    assert result.stdout.split() == ["0"] * processes, result.stderr
+
+
+def test_eight_processes_approving_two_hundred_skills_each_leave_every_record_valid(
+    tmp_path: Path,
+) -> None:
+    run_writers(tmp_path, 8, 200)
     reader = store(tmp_path)
     records = reader.records()
     assert len(records) == 1600
@@ -46,6 +55,33 @@ def test_eight_processes_approving_two_hundred_skills_each_leave_every_record_va
         for index in (0, 99, 199):
             key = SkillKey(f"w{writer}", f"skill://w{writer}/s{index}/SKILL.md")
             assert reader.get(key) is not None, key
+
+
+def test_processes_starting_at_once_on_a_store_the_previous_release_wrote_keep_its_approvals(
+    tmp_path: Path,
+) -> None:
+    earlier = [
+        record_for(
+            make_entry({"notes.md": b"n\n"}, root=f"skill://old/s{index}"),
+            label="old",
+            identity="http:x",
+            scope=Scope.REMEMBER,
+            granted_at=1.0,
+        )
+        for index in range(3)
+    ]
+    keys = FileKeys(tmp_path / "keys.json")
+    write_previous_store(tmp_path / "approvals.json", keys, earlier, generation=7)
+    processes, approvals = 4, 10
+    run_writers(tmp_path, processes, approvals)
+    reader = store(tmp_path)
+    assert [reader.get(record.key) for record in earlier] == earlier
+    assert len(reader.records()) == len(earlier) + processes * approvals
+    assert reader.problems == []
+    assert not list(tmp_path.glob("approvals.json.untrusted-*"))
+    counter = keys.counter()
+    assert counter is not None
+    assert counter.split()[0] == str(7 + processes * approvals)  # upgraded once, then raised
 
 
 def test_eight_processes_remembering_through_the_secret_service_lose_no_approval(

@@ -16,6 +16,7 @@ from skillward.trust._store import FileApprovalStore
 from skillward.trust.approvals import ApprovalRecord, Scope, record_for
 from tests.support.approvals import HTTP, make_entry
 from tests.support.keys import FailingCounter, FileKeys, MemoryKeys
+from tests.support.previous_store import write_previous_store
 
 pytestmark = pytest.mark.threat("T18")
 
@@ -254,6 +255,111 @@ def test_a_store_ahead_of_the_keyring_counter_is_untrusted(path: Path, keys: Mem
     keys.stored_counter = first
     assert fresh(path, keys).get(ONE.key) is None
     assert len(aside(path)) == 1
+
+
+# --- a store the previous release wrote (its counter: the generation alone) ----------------
+
+
+def test_a_store_the_previous_release_wrote_keeps_its_approvals_and_its_counter_is_upgraded(
+    path: Path, keys: MemoryKeys
+) -> None:
+    written = write_previous_store(path, keys, [ONE, TWO], generation=3)
+    assert keys.stored_counter == "3"
+    reader = fresh(path, keys)
+    assert reader.get(ONE.key) == ONE
+    assert reader.get(TWO.key) == TWO
+    assert reader.problems == []
+    assert aside(path) == []
+    assert path.read_bytes() == written
+    # The counter now vouches for that copy, and rises from it with the next write.
+    assert keys.stored_counter == "3 " + written[:64].decode()
+    fresh(path, keys).revoke(ONE.key, reason="the skill changed")
+    assert keys.stored_counter is not None
+    assert keys.stored_counter.startswith("4 ")
+    # So the copy from before the revocation, put back, is refused as an older one.
+    path.write_bytes(written)
+    reader = fresh(path, keys)
+    assert reader.get(ONE.key) is None
+    assert "older copy" in reader.problems[0].message
+
+
+def test_a_store_the_previous_release_wrote_older_than_its_counter_is_still_refused(
+    path: Path, keys: MemoryKeys
+) -> None:
+    older = write_previous_store(path, keys, [ONE, TWO], generation=1)
+    write_previous_store(path, keys, [TWO], generation=2)  # ONE forgotten
+    path.write_bytes(older)
+    reader = fresh(path, keys)
+    assert reader.get(ONE.key) is None
+    assert reader.get(TWO.key) is None
+    (problem,) = reader.problems
+    assert "is an older copy (generation 1; the keyring expects 2)" in problem.message
+    assert [p.read_bytes() for p in aside(path)] == [older]
+    assert keys.stored_counter == "2"  # nothing vouched for: no copy of it verifies
+
+
+@pytest.mark.parametrize(
+    ("counter", "why"),
+    [
+        # One ahead, as a writer of that release killed before raising the counter left
+        # it: that release took the file's word; only the counter's is taken now.
+        ("2", "ahead of the keyring's counter"),
+        ("03", "counter is unreadable"),
+    ],
+)
+def test_a_store_the_previous_release_wrote_that_its_counter_does_not_vouch_for_is_refused(
+    path: Path, keys: MemoryKeys, counter: str, why: str
+) -> None:
+    write_previous_store(path, keys, [ONE], generation=3)
+    keys.stored_counter = counter
+    reader = fresh(path, keys)
+    assert reader.get(ONE.key) is None
+    assert why in reader.problems[0].message
+    assert len(aside(path)) == 1
+    assert keys.stored_counter == counter
+
+
+def test_a_changed_store_of_the_previous_release_is_refused_and_its_counter_left_alone(
+    path: Path, keys: MemoryKeys
+) -> None:
+    written = write_previous_store(path, keys, [ONE], generation=3)
+    path.write_bytes(written.replace(b'"revoked":null', b'"revoked":"x"', 1))
+    assert fresh(path, keys).get(ONE.key) is None
+    assert len(aside(path)) == 1
+    assert keys.stored_counter == "3"
+    # A key the previous release never used verifies nothing it wrote either.
+    write_previous_store(path, keys, [ONE], generation=3)
+    keys.rotate()
+    assert fresh(path, keys).get(ONE.key) is None
+    assert keys.stored_counter == "3"
+
+
+@pytest.mark.threat("T27")
+def test_an_upgrade_the_keyring_refuses_trusts_nothing_for_now_and_keeps_the_store(
+    path: Path, keys: MemoryKeys
+) -> None:
+    written = write_previous_store(path, keys, [ONE], generation=3)
+    failing = FileApprovalStore(path, keys=FailingCounter(keys.another_process(), fail="before"))
+    assert failing.get(ONE.key) is None
+    assert failing.problems == []
+    assert path.read_bytes() == written
+    assert keys.stored_counter == "3"
+    assert fresh(path, keys).get(ONE.key) == ONE
+
+
+@pytest.mark.threat("T27")
+def test_a_store_of_the_previous_release_is_upgraded_only_under_the_store_s_lock(
+    path: Path, keys: MemoryKeys
+) -> None:
+    write_previous_store(path, keys, [ONE], generation=3)
+    waiting = FileApprovalStore(path, keys=keys, limits=Limits(store_lock_timeout=0.2))
+    waiting.unavailable()  # the keyring's first check, made under the lock before it is held
+    with filelock.FileLock(waiting.lock_path):
+        assert waiting.get(ONE.key) is None
+    assert keys.stored_counter == "3"
+    assert waiting.get(ONE.key) == ONE
+    assert keys.stored_counter is not None
+    assert keys.stored_counter.startswith("3 ")
 
 
 @pytest.mark.threat("T28")

@@ -10,6 +10,11 @@ approval. The key and the counter go together: a key with no counter (removed, o
 never written) means an older copy could not be told apart, so the file is refused
 and the next write starts over with a new key.
 
+The previous release's counter held the generation alone. A store it wrote is read as
+it read one (the code with the key, and the generation equal to that counter), and on
+that load, under the lock, the counter is raised to vouch for that copy: rollback
+protection continues from there, and no remembered approval is asked again.
+
 * Every use of the keyring happens under a ``filelock`` lock next to the store:
   the check that the keyring works (once per process), each load and each write.
   The keyring is not transactional (in gnome-keyring, a check's item can vanish
@@ -131,6 +136,8 @@ class _Counter:
 
 
 _COUNTER = re.compile(r"(0|[1-9][0-9]{0,17}) ([0-9a-f]{64})\Z")
+# The previous release's counter: the generation alone, as str() wrote it.
+_GENERATION = re.compile(r"(0|[1-9][0-9]{0,17})\Z")
 
 
 def _counter(text: str | None) -> _Counter | None:
@@ -221,6 +228,20 @@ class _Untrusted(Exception):  # internal signal; never escapes this module
         #: The verdict rests on what the keyring returned (no key, no counter, or text that
         #: is not one), which a read racing the keyring's bookkeeping can also produce.
         self.keyring = keyring
+
+
+def _ahead(generation: int, counter: int) -> _Untrusted:
+    return _Untrusted(
+        f"is ahead of the keyring's counter (generation {generation}, counter {counter})",
+        keyring=True,
+    )
+
+
+def _older(generation: int, counter: int) -> _Untrusted:
+    return _Untrusted(
+        f"is an older copy (generation {generation}; the keyring expects {counter}): a "
+        "stored approval may have been brought back after it was revoked"
+    )
 
 
 def _signature(stat: os.stat_result) -> Signature:
@@ -462,23 +483,11 @@ class FileApprovalStore:
         signature, data = read
         generation, records = self._parse(data, fresh=fresh)
         if counter is None:
-            if text is None:
-                raise _Untrusted(
-                    "cannot be checked: the keyring holds its key but no rollback counter "
-                    "(it was removed), so an older copy could not be told apart",
-                    keyring=True,
-                )
-            raise _Untrusted(
-                "cannot be checked: the keyring's rollback counter is unreadable", keyring=True
-            )
+            counter = self._upgraded(text, generation, data)
         if generation == counter.generation and hmac.compare_digest(data[:_MAC_HEX], counter.code):
             return _Loaded(signature, counter, records)
         if generation > counter.generation:
-            raise _Untrusted(
-                f"is ahead of the keyring's counter (generation {generation}, counter "
-                f"{counter.generation})",
-                keyring=True,
-            )
+            raise _ahead(generation, counter.generation)
         if generation == counter.generation:
             raise _Untrusted(
                 f"is not the copy the keyring vouches for (generation {generation}): a copy "
@@ -487,11 +496,32 @@ class FileApprovalStore:
         finished = self._finish(counter)
         if finished is not None:
             return finished
-        raise _Untrusted(
-            f"is an older copy (generation {generation}; the keyring expects "
-            f"{counter.generation}): a stored approval may have been brought back after it "
-            "was revoked"
-        )
+        raise _older(generation, counter.generation)
+
+    def _upgraded(self, text: str | None, generation: int, data: bytes) -> _Counter:
+        """The counter vouching for ``data``, an authentic store the previous release
+        wrote, set in the keyring (lock held) when its generation is the one that release's
+        counter, ``text``, holds; _Untrusted when there is no counter, or it holds anything
+        else."""
+        if text is None:
+            raise _Untrusted(
+                "cannot be checked: the keyring holds its key but no rollback counter "
+                "(it was removed), so an older copy could not be told apart",
+                keyring=True,
+            )
+        previous = _GENERATION.match(text)
+        if previous is None:
+            raise _Untrusted(
+                "cannot be checked: the keyring's rollback counter is unreadable", keyring=True
+            )
+        expected = int(previous.group(1))
+        if generation > expected:
+            raise _ahead(generation, expected)
+        if generation < expected:
+            raise _older(generation, expected)
+        counter = _Counter(generation, data[:_MAC_HEX])
+        self.keys.set_counter(counter.text())
+        return counter
 
     def _finish(self, counter: _Counter) -> _Loaded | None:
         """The write ``counter`` vouches for, finished from the copy its writer left in a
