@@ -115,6 +115,20 @@ def test_a_denied_skill_exits_5_naming_the_rule_file_and_contact(tmp_path: Path)
     assert approve.returncode == 5
 
 
+def test_a_server_denied_by_the_users_own_file_names_that_file_not_the_administrator(
+    tmp_path: Path,
+) -> None:
+    path = user_policy(tmp_path, 'version = 1\n[servers]\ndeny = ["examples"]\n')
+    result = run("list", "--no-local", "--server", EXAMPLES, home=tmp_path)
+    assert result.returncode == 5
+    assert f"servers.deny = 'examples' in {path}:3 (your own policy file)" in result.stderr
+    assert f"hint: The rule is in your own policy file, {path}: edit it" in result.stderr
+    assert "administrator" not in result.stderr
+    as_json = run("list", "--json", "--no-local", "--server", EXAMPLES, home=tmp_path)
+    (failed,) = json.loads(as_json.stdout)["servers"]
+    assert failed["error"]["hint"].startswith(f"The rule is in your own policy file, {path}")
+
+
 @pytest.mark.threat("T40")
 def test_approve_beyond_the_scope_the_policy_allows_exits_5(tmp_path: Path) -> None:
     user_policy(tmp_path, 'version = 1\n[approvals]\npersist = "session"\n')

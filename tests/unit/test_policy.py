@@ -85,6 +85,46 @@ def test_admin_drop_ins_user_and_host_code_all_apply_in_order(dirs: PolicyDirs) 
     assert dirs.reports == []
 
 
+def test_a_refusal_by_the_users_own_file_names_that_file_for_the_user_to_change(
+    dirs: PolicyDirs,
+) -> None:
+    dirs.admin('version = 1\ncontact = "IT desk"\n')
+    path = dirs.user('version = 1\n[servers]\ndeny = ["acme"]\n[approvals]\npersist = "once"\n')
+    denied = refused(dirs.load(), http_server("acme"))
+    assert f"servers.deny = 'acme' in {path}:3 (your own policy file)" in denied.message
+    assert f"your own policy file, {path}: edit it" in denied.hint
+    for text in (denied.message, denied.hint):
+        assert "administrator" not in text
+        assert "IT desk" not in text  # the administrator's contact has no say over it
+    scope = dirs.load().approval_rules().scope_reason
+    assert scope == f"approvals.persist = 'once' in {path}:5 (your own policy file)"
+
+
+def test_a_refusal_by_the_administrators_files_names_the_administrator_and_contact(
+    dirs: PolicyDirs,
+) -> None:
+    path = dirs.admin('version = 1\ncontact = "IT desk"\n[servers]\ndeny = ["acme"]\n')
+    dirs.admin('version = 1\n[approvals]\npersist = "session"\n', "10-session.toml")
+    dirs.user('version = 1\ncontact = "the user"\n')
+    denied = refused(dirs.load(), http_server("acme"))
+    assert f"in {path}:4 (the administrator's; contact: IT desk)" in denied.message
+    assert denied.hint.startswith("Only the administrator can change this (contact: IT desk)")
+    scope = dirs.load().approval_rules().scope_reason
+    assert "(the administrator's; contact: IT desk)" in scope
+    dirs.admin('version = 1\n[servers]\ndeny = ["acme"]\n')
+    nameless = refused(dirs.load(), http_server("acme"))
+    assert "(the administrator's; contact: none named in the policy)" in nameless.message
+    assert "the user" not in nameless.message + nameless.hint  # not the administrator's
+
+
+def test_a_refusal_by_the_hosts_code_says_the_host_sets_it(dirs: PolicyDirs) -> None:
+    policy = dirs.load(host={"version": 1, "servers": {"deny": ["acme"]}})
+    denied = refused(policy, http_server("acme"))
+    assert "servers.deny = 'acme' in host code (the host's own policy)" in denied.message
+    assert "sets this rule in its code" in denied.hint
+    assert "administrator" not in denied.message + denied.hint
+
+
 @pytest.mark.threat("T40")
 def test_drop_ins_are_read_in_name_order_and_a_later_one_only_narrows(dirs: PolicyDirs) -> None:
     dirs.admin('version = 1\n[approvals]\npersist = "session"\n', "10-a.toml")

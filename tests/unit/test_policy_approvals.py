@@ -117,6 +117,20 @@ async def test_a_grant_beyond_the_cap_is_a_policy_denial_naming_the_rule(
     assert await approvals.grant(make_request(make_entry()), yes(Scope.SESSION)) is Scope.SESSION
 
 
+async def test_a_grant_beyond_the_users_own_cap_names_their_file_and_no_administrator(
+    world: World, tmp_path: Path
+) -> None:
+    dirs = PolicyDirs(tmp_path / "policy")
+    path = dirs.user('version = 1\n[approvals]\npersist = "session"\n')
+    approvals = world.book(Scripted(), dirs.load().approval_rules())
+    with pytest.raises(PolicyDenied) as caught:
+        await approvals.grant(make_request(make_entry()), yes(Scope.REMEMBER))
+    assert f"in {path}:3 (your own policy file)" in caught.value.message
+    for text in (caught.value.message, caught.value.hint):
+        assert "administrator" not in text
+        assert "contact" not in text
+
+
 @pytest.mark.threat("T40")
 async def test_an_approval_older_than_max_age_days_is_asked_about_again(
     world: World, tmp_path: Path

@@ -423,7 +423,7 @@ class ApprovalBook:
                 f"an approval for {scope.value!r} is not allowed: {why}",
                 server=key.origin,
                 uri=key.locator,
-                hint="Approve for a shorter scope, or ask the policy's contact.",
+                hint="Approve for a shorter scope (the rule named says whose file sets it).",
             )
 
     async def _record(self, request: ActivationRequest, answer: Answer, *, strict: bool) -> Scope:

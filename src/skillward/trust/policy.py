@@ -100,6 +100,8 @@ class Setting:
     source: Source
     #: The contact of the file it came from, if that file names one.
     contact: str | None = None
+    #: Whose layer set it, and so who can change it.
+    layer: LayerKind = "admin"
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +229,7 @@ class _AllowList:
     key: str
     source: Source
     contact: str | None
+    layer: LayerKind
     entries: tuple[Setting, ...]
 
 
@@ -275,6 +278,7 @@ def _merge(layers: Sequence[PolicyLayer]) -> _Merged:
         if document is None:
             continue
         contact = document.contact
+        kind = layer.kind
 
         def where(*path: str | int, parsed: ParsedPolicy = parsed) -> Source:
             return Source(parsed.source, parsed.line(*path))
@@ -283,7 +287,7 @@ def _merge(layers: Sequence[PolicyLayer]) -> _Merged:
             merged.problems.append(PolicyProblem(parsed.source, parsed.line(*path), message))
 
         if contact is not None and merged.contact is None:
-            merged.contact = Setting("contact", contact, where("contact"), contact)
+            merged.contact = Setting("contact", contact, where("contact"), contact, kind)
         for table_name in TABLES:
             table = getattr(document, table_name)
             for name in type(table).model_fields:
@@ -293,7 +297,7 @@ def _merge(layers: Sequence[PolicyLayer]) -> _Merged:
                 value = getattr(table, name)
                 if name == "allow":
                     entries = tuple(
-                        Setting(key, text(v), where(table_name, name, i), contact)
+                        Setting(key, text(v), where(table_name, name, i), contact, kind)
                         for i, v in enumerate(value)
                     )
                     earlier = merged.allows.setdefault(key, [])
@@ -307,10 +311,11 @@ def _merge(layers: Sequence[PolicyLayer]) -> _Merged:
                             f"{key} names {entry!r}, which {key} in {narrower.source} does "
                             "not allow: it is not allowed, and the rest of this list applies",
                         )
-                    earlier.append(_AllowList(key, where(table_name, name), contact, entries))
+                    allow_list = _AllowList(key, where(table_name, name), contact, kind, entries)
+                    earlier.append(allow_list)
                 elif name in _LISTS:
                     merged.denies.setdefault(key, []).extend(
-                        Setting(key, text(v), where(table_name, name, i), contact)
+                        Setting(key, text(v), where(table_name, name, i), contact, kind)
                         for i, v in enumerate(value)
                     )
                 else:
@@ -323,7 +328,9 @@ def _merge(layers: Sequence[PolicyLayer]) -> _Merged:
                         )
                         continue
                     if held is None or _rank(key, value) > _rank(key, held.value):
-                        merged.scalars[key] = Setting(key, value, where(table_name, name), contact)
+                        merged.scalars[key] = Setting(
+                            key, value, where(table_name, name), contact, kind
+                        )
         if document.pins and layer.kind == "user":
             warn(
                 ("pins", 0),
@@ -332,7 +339,7 @@ def _merge(layers: Sequence[PolicyLayer]) -> _Merged:
             )
         elif document.pins:
             merged.pins.extend(
-                Setting("pins", pin, where("pins", i), contact)
+                Setting("pins", pin, where("pins", i), contact, kind)
                 for i, pin in enumerate(document.pins)
             )
             patterns.update((pin.server.text, pin.server) for pin in document.pins)
@@ -392,7 +399,8 @@ class EffectivePolicy:
                 if not key.startswith(table + "."):
                     continue
                 for allow in self._allows.get(key, ()):
-                    yield Setting(key, [e.value for e in allow.entries], allow.source)
+                    shown = [e.value for e in allow.entries]
+                    yield Setting(key, shown, allow.source, allow.contact, allow.layer)
                 yield from self._denies.get(key, ())
                 if key in self._scalars:
                     yield self._scalars[key]
@@ -547,17 +555,53 @@ class EffectivePolicy:
 
     # --- denials -------------------------------------------------------------------------------
 
+    def _contact_for(self, setting: Setting) -> str | None:
+        """Who to ask about ``setting``: its file's contact, or for an administrator's
+        rule the first contact the administrator's files name."""
+        if setting.contact is not None or setting.layer != "admin":
+            return setting.contact
+        named = self._contact
+        return named.value if named is not None and named.layer == "admin" else None
+
     def _rule(self, setting: Setting) -> str:
-        contact = setting.contact or self.contact or "none named in the policy"
-        return f"{setting.key} = {setting.value!r} in {setting.source} (contact: {contact})"
+        """The rule as a refusal names it: its value, where it is set, and whose it is."""
+        contact = self._contact_for(setting)
+        if setting.layer == "user":
+            whose = "your own policy file"
+        elif setting.layer == "host":
+            whose = "the host's own policy"
+        else:
+            whose = "the administrator's"
+            contact = contact or "none named in the policy"
+        if contact is not None:
+            whose += f"; contact: {contact}"
+        return f"{setting.key} = {setting.value!r} in {setting.source} ({whose})"
+
+    def _who_changes(self, setting: Setting) -> str:
+        """Who can change ``setting``, as a refusal's hint says it."""
+        if setting.layer == "user":
+            return (
+                f"The rule is in your own policy file, {setting.source.path}: edit it there to "
+                "change this. `skillward policy show` shows every rule in force and its file."
+            )
+        if setting.layer == "host":
+            return (
+                "The application running skillward sets this rule in its code: only it can "
+                "change it."
+            )
+        contact = self._contact_for(setting)
+        ask = f" (contact: {contact})" if contact is not None else ""
+        return (
+            f"Only the administrator can change this{ask}; `skillward policy show` shows the "
+            "policy in force and where each rule comes from."
+        )
 
     def _denied(self, what: str, rule: Setting, *, server: str, uri: str | None) -> PolicyDenied:
         return PolicyDenied(
             f"refused by policy: {what}; rule {self._rule(rule)}",
             server=server,
             uri=uri,
-            hint="Only the administrator can change this; `skillward policy show` shows the "
-            "policy in force and where each rule comes from.",
+            hint=self._who_changes(rule),
         )
 
     def _check_lockdown(self, *, server: str, uri: str | None = None) -> None:
@@ -598,5 +642,5 @@ class EffectivePolicy:
         for allow in self._allows.get(f"{table}.allow", ()):
             if not any(matches(e.value, False) for e in allow.entries):
                 shown = [e.value for e in allow.entries]
-                rule = Setting(allow.key, shown, allow.source, allow.contact)
+                rule = Setting(allow.key, shown, allow.source, allow.contact, allow.layer)
                 raise self._denied(f"{what} is not in {allow.key}", rule, server=server, uri=uri)
