@@ -48,8 +48,8 @@ CONFINED = {
     # The disk cache's, the audit file's and the servers file's locks; the standard
     # library, but POSIX-only and easy to misuse.
     "fcntl": {"cache/_files.py", "trust/audit.py", "edge/_serversfile.py"},
-    # Policy files are read once, at the boundary.
-    "tomllib": {"trust/_policyfile.py"},
+    # Policy files and the user's config are read once, at the boundary.
+    "tomllib": {"trust/_policyfile.py", "trust/_userconfig.py"},
 }
 IO_MODULES = {
     "os",
@@ -90,15 +90,18 @@ def where(path: Path) -> str:
 
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if "examples" not in p.relative_to(PACKAGE).parts)
 # The verifier core takes bytes and returns verified objects: no I/O of any kind.
-# trust/_policyfile.py and trust/approvals.py are not the verifier, but held to the same
-# rule: policy text in, a document out; an entry and a record in, a verdict out.
+# trust/_policyfile.py, trust/_userconfig.py and trust/approvals.py are not the verifier, but
+# held to the same rule: policy or config text in, a document out; an entry and a record
+# in, a verdict out.
 PURE = sorted(
     [p for p in MODULES if where(p).startswith("core/")]
     + [
         PACKAGE / "trust" / "_policyfile.py",
         PACKAGE / "trust" / "_policylines.py",
         PACKAGE / "trust" / "_patterns.py",
+        PACKAGE / "trust" / "_userconfig.py",
         PACKAGE / "trust" / "approvals.py",
+        PACKAGE / "trust" / "pending.py",
     ]
 )
 

@@ -74,7 +74,7 @@ from skillward.core.config import Limits
 from skillward.core.errors import UsageError, printable
 from skillward.core.labels import check_label
 from skillward.edge._dirs import user_cache_dir
-from skillward.edge._local import default_local_dirs
+from skillward.edge._local import default_local_dirs, overlap
 
 __all__ = ["DiskCache", "LabelUsage"]
 
@@ -203,18 +203,15 @@ class DiskCache:
         """
         if self.disabled is not None:
             return
-        ours = {os.path.abspath(self.root), self._real_root}
-        theirs = {os.path.abspath(directory), os.path.realpath(directory)}
-        for mine in ours:
-            for other in theirs:
-                if os.path.commonpath([mine, other]) in (mine, other):
-                    self._disable(
-                        f"the cache directory {printable(str(self.root))} overlaps the skill "
-                        f"discovery path {printable(str(directory))} "
-                        f"({printable(mine)} and {printable(other)}); cached server content "
-                        "must never be where local skills are discovered"
-                    )
-                    return
+        found = overlap({os.path.abspath(self.root), self._real_root}, directory)
+        if found is not None:
+            mine, other = found
+            self._disable(
+                f"the cache directory {printable(str(self.root))} overlaps the skill "
+                f"discovery path {printable(str(directory))} "
+                f"({printable(mine)} and {printable(other)}); cached server content "
+                "must never be where local skills are discovered"
+            )
 
     # --- lifecycle ---------------------------------------------------------------------
 

@@ -92,10 +92,18 @@ def over_host(body: HostRun) -> Run:
 
 
 def store(terminal: Terminal) -> FileApprovalStore:
-    """The remembered approvals; a store it cannot trust is reported on ``terminal``."""
+    """The remembered approvals, their key in the key store the user's ``config.toml``
+    chooses; a store it cannot trust is reported on ``terminal``, and so is each problem
+    in the config."""
+    from skillward.edge._dirs import approvals_file
+    from skillward.trust._keyfile import read_user_config, user_keys
     from skillward.trust._store import FileApprovalStore
 
-    return FileApprovalStore(report=terminal.error)
+    config = read_user_config()
+    for problem in config.problems:
+        terminal.note(f"config: {problem}")
+    path = approvals_file()
+    return FileApprovalStore(path, keys=user_keys(path, config), report=terminal.error)
 
 
 def audit_trail() -> AuditTrail:

@@ -11,11 +11,14 @@ __all__ = [
     "audit_file",
     "default_servers_file",
     "gateway_token_file",
+    "key_dir",
     "server_log_dir",
     "user_cache_dir",
     "user_config_dir",
+    "user_config_file",
     "user_data_dir",
     "user_policy_file",
+    "user_state_dir",
 ]
 
 _APP = "skillward"
@@ -36,13 +39,24 @@ def user_policy_file() -> Path:
     return user_config_dir() / "policy.toml"
 
 
+def user_config_file() -> Path:
+    """A person's own settings (``config.toml``): which key store the approval store uses."""
+    return user_config_dir() / "config.toml"
+
+
+def user_state_dir() -> Path:
+    """Where skillward keeps what it writes as it runs (``~/.local/state/skillward`` on
+    Linux): server logs, the audit trail, the gateway's token, the file key store."""
+    return platformdirs.user_state_path(_APP, appauthor=False)
+
+
 def server_log_dir() -> Path:
     """Where stdio servers' stderr is kept, one file per label.
 
     The user state directory (``~/.local/state/skillward/server-logs`` on Linux): never
     a skills directory, so nothing a server writes there can be discovered as a skill.
     """
-    return platformdirs.user_state_path(_APP, appauthor=False) / "server-logs"
+    return user_state_dir() / "server-logs"
 
 
 def user_cache_dir() -> Path:
@@ -56,13 +70,20 @@ def user_data_dir() -> Path:
 
 
 def approvals_file() -> Path:
-    """The approval store: one file, authenticated with a key from the OS keyring."""
+    """The approval store: one file, authenticated with a key from the OS keyring (or the
+    file key store)."""
     return user_data_dir() / "approvals.json"
+
+
+def key_dir() -> Path:
+    """The file key store's directory (``~/.local/state/skillward/keys`` on Linux, 0700):
+    the approval store's key and counter, when the user's config chooses it."""
+    return user_state_dir() / "keys"
 
 
 def audit_file() -> Path:
     """The audit trail, JSON lines (``~/.local/state/skillward/audit.jsonl`` on Linux)."""
-    return platformdirs.user_state_path(_APP, appauthor=False) / "audit.jsonl"
+    return user_state_dir() / "audit.jsonl"
 
 
 def gateway_token_file() -> Path:
@@ -71,4 +92,4 @@ def gateway_token_file() -> Path:
     The user state directory (``~/.local/state/skillward/gateway-token`` on Linux),
     written 0600 and replaced each time the gateway starts.
     """
-    return platformdirs.user_state_path(_APP, appauthor=False) / "gateway-token"
+    return user_state_dir() / "gateway-token"

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -51,6 +51,7 @@ __all__ = [
     "LocalSkillDir",
     "default_local_dirs",
     "discover",
+    "overlap",
     "read_local_file",
     "read_skill_md",
     "skill_files",
@@ -92,6 +93,22 @@ def default_local_dirs(
         LocalSkillDir("project", cwd / ".agents" / "skills"),
         LocalSkillDir("user", home / ".agents" / "skills"),
     )
+
+
+def overlap(ours: Collection[str], directory: Path) -> tuple[str, str] | None:
+    """Where one of ``ours`` (a directory's absolute forms) lies inside ``directory`` or
+    holds it: that form, and the form of ``directory`` it overlaps; None when none does.
+
+    ``directory`` is compared as given and with every symlink resolved, so a link in
+    either direction cannot hide an overlap: what skillward keeps (the disk cache, the
+    file key store) is never where skills are discovered.
+    """
+    theirs = (os.path.abspath(directory), os.path.realpath(directory))
+    for mine in ours:
+        for other in theirs:
+            if os.path.commonpath([mine, other]) in (mine, other):
+                return mine, other
+    return None
 
 
 def _refusal(exc: OSError, root: Path) -> str:

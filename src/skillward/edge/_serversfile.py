@@ -19,7 +19,6 @@ import json
 import os
 import shlex
 import sys
-import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,7 @@ from pydantic import ValidationError
 from skillward.core.errors import ConfigError
 from skillward.core.labels import normalise_label
 from skillward.core.registry import unknown_label
-from skillward.edge._tree import CLOEXEC, NOFOLLOW, fsync_directory
+from skillward.edge._tree import CLOEXEC, NOFOLLOW, write_private
 from skillward.edge.servers import (
     StdioTransport,
     _first_error,
@@ -171,18 +170,7 @@ def _write(path: Path, document: dict[str, Any]) -> None:
         data = text.encode("utf-8")
     except ValueError:  # a float JSON cannot hold, or text no UTF-8 can (argv's lone surrogates)
         raise ConfigError(f"{path}: cannot be written back as UTF-8 JSON") from None
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    fsync_directory(path.parent)
+    write_private(path, data)
 
 
 @contextlib.contextmanager

@@ -1,6 +1,6 @@
 """Bounded, symlink-free walks of skill directories on the local filesystem, and the
-one bounded reader of regular files (with the open flags every module shares, and the
-sync of a directory a file was replaced in).
+one bounded reader of regular files (with the open flags every module shares, the
+sync of a directory a file was replaced in, and the one atomic writer of private files).
 
 Used by the reference server to build its catalog and by the host to discover
 local skills. Symlinks are never followed (so nothing outside the walked tree
@@ -12,9 +12,11 @@ swapped in while it runs is not followed either (:func:`descend`).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
+import secrets
 import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +44,7 @@ __all__ = [
     "read_open_file",
     "read_regular_file",
     "walk_files",
+    "write_private",
 ]
 
 # getattr: each is missing on some platform (Windows), where it is then no flag at all.
@@ -53,6 +56,8 @@ NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | NOFOLLOW | CLOEXEC
 #: A file to read, never through a symlink at its last component.
 READ_FLAGS = os.O_RDONLY | NOFOLLOW | NONBLOCK | CLOEXEC
+# A file made new: never one already there, nor through a symlink planted at its name.
+_NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC
 
 SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -171,6 +176,31 @@ def fsync_directory(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Replace ``path`` with a file holding ``data``, readable by its owner alone, so that
+    a crash leaves the old file or the new one whole, never a mix.
+
+    The bytes go to a new file beside ``path`` (``O_EXCL``, never through a link), made
+    0600 whatever the umask and fsynced; ``os.replace`` then moves it over ``path`` (a
+    link planted there is replaced, never written through), and the directory is fsynced.
+    """
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(temporary, _NEW_FLAGS, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            if hasattr(os, "fchmod"):  # the umask may have taken the owner's bits too
+                os.fchmod(handle.fileno(), 0o600)
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    fsync_directory(path.parent)
 
 
 def _too_many(where: object) -> OverflowError:

@@ -5,7 +5,6 @@ before any server is started."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 import stat
@@ -13,7 +12,7 @@ from pathlib import Path
 
 from skillward.core.errors import ConfigError
 from skillward.edge._dirs import gateway_token_file
-from skillward.edge._tree import CLOEXEC, NOFOLLOW, NONBLOCK, read_open_file
+from skillward.edge._tree import CLOEXEC, NONBLOCK, read_open_file, write_private
 
 __all__ = ["MIN_TOKEN_LENGTH", "load_or_create_token"]
 
@@ -86,19 +85,10 @@ def _check_private(info: os.stat_result, path: Path, hint: str) -> None:
 
 def _write_private(path: Path, token: str) -> None:
     """Write ``token`` to a new 0600 file beside ``path``, then move it over ``path``."""
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC, 0o600)
-        try:
-            os.write(fd, f"{token}\n".encode("ascii"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temporary, path)
+        write_private(path, f"{token}\n".encode("ascii"))
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            temporary.unlink(missing_ok=True)
         raise ConfigError(
             f"cannot write the gateway token file {path}: {exc.strerror or exc}",
             hint="Pass --token-file FILE with a token of your own.",

@@ -35,7 +35,16 @@ from skillward.core.errors import RememberUnavailable
 if TYPE_CHECKING:
     from keyring.backend import KeyringBackend
 
-__all__ = ["ATTEMPTS", "KEY_BYTES", "SERVICE", "OsKeyring"]
+__all__ = [
+    "ATTEMPTS",
+    "KEY_BYTES",
+    "SERVICE",
+    "KeyItems",
+    "OsKeyring",
+    "decode_key",
+    "encode_key",
+    "item_name",
+]
 
 SERVICE = "skillward"
 KEY_BYTES = 32
@@ -47,9 +56,23 @@ _FIRST_PAUSE = 0.01
 _T = TypeVar("_T")
 
 
-def _describe(backend: KeyringBackend) -> str:
-    name = getattr(backend, "name", None) or type(backend).__qualname__
-    return f"the keyring backend {name!r}"
+def item_name(scope: str, what: str) -> str:
+    """The name of the store's ``what`` (``key``, ``generation``) for the store at path
+    ``scope``: a short hash of the path, so two stores never share an item."""
+    return f"approvals-{what}-{hashlib.sha256(scope.encode()).hexdigest()[:16]}"
+
+
+def encode_key(key: bytes) -> str:
+    return base64.b64encode(key).decode()
+
+
+def decode_key(text: str) -> bytes | None:
+    """The key ``text`` holds; None when it holds none (not base64, or not 32 bytes)."""
+    try:
+        key = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return key if len(key) == KEY_BYTES else None
 
 
 def _keyring_errors() -> ModuleType:
@@ -65,21 +88,63 @@ def _no_collection(exc: Exception) -> bool:
     return isinstance(exc, _keyring_errors().InitError) and "collection" in str(exc).lower()
 
 
-class OsKeyring:
+class KeyItems:
+    """The store's key and rollback counter as two text items, ``key`` (base64) and
+    ``generation``, each read with ``_get`` and written with ``_set``: what the OS keyring
+    and the file key store share. The key is read once per process and kept; the counter
+    is read whenever the store is loaded, because other processes move it."""
+
+    _key: bytes | None = None
+
+    def _get(self, what: str) -> str | None:
+        raise NotImplementedError
+
+    def _set(self, what: str, value: str) -> None:
+        raise NotImplementedError
+
+    def _kept(self) -> None:
+        """Raise RememberUnavailable if the key this process kept may no longer be used."""
+
+    def key(self, *, create: bool, fresh: bool = False) -> bytes | None:
+        """The store's key. ``create`` makes one when there is none; ``fresh`` skips the
+        copy this process keeps (after another process may have reset the store)."""
+        if self._key is not None and not fresh:
+            self._kept()
+            return self._key
+        text = self._get("key")
+        key = decode_key(text) if text is not None else None
+        if key is None and create:
+            return self.rotate()
+        self._key = key
+        return key
+
+    def rotate(self) -> bytes:
+        """Replace the key with 32 new random bytes: everything signed before is untrusted."""
+        key = secrets.token_bytes(KEY_BYTES)
+        self._set("key", encode_key(key))
+        self._key = key
+        return key
+
+    def counter(self) -> str | None:
+        """The store's rollback counter as last set (None when there is none)."""
+        return self._get("generation")
+
+    def set_counter(self, value: str) -> None:
+        self._set("generation", value)
+
+
+class OsKeyring(KeyItems):
     """A key provider backed by the OS keyring (``keyring.get_keyring()`` by default).
 
-    The key is read once per process and kept; the rollback counter is read
-    whenever the store is loaded, because other processes move it. ``pause`` waits
-    between the tries of a call that failed with a D-Bus error.
+    ``pause`` waits between the tries of a call that failed with a D-Bus error.
     """
 
     def __init__(
         self, scope: str, *, backend: Any = None, pause: Callable[[float], None] = time.sleep
     ) -> None:
-        self._scope = hashlib.sha256(scope.encode()).hexdigest()[:16]
+        self._scope = scope
         self._backend: KeyringBackend | None = backend
         self._pause = pause
-        self._key: bytes | None = None
         self._checked: str | None = None
         self._usable = False
         self._lock = threading.Lock()
@@ -94,11 +159,17 @@ class OsKeyring:
         return self._backend
 
     @property
+    def name(self) -> str:
+        """The backend's name, as keyring gives it (``"fail Keyring"``)."""
+        backend = self.backend
+        return getattr(backend, "name", None) or type(backend).__qualname__
+
+    @property
     def description(self) -> str:
-        return _describe(self.backend)
+        return f"the keyring backend {self.name!r}"
 
     def _account(self, what: str) -> str:
-        return f"approvals-{what}-{self._scope}"
+        return item_name(self._scope, what)
 
     def _call(self, action: Callable[[], _T]) -> _T:
         """``action`` (one backend call), tried again after a D-Bus error, a bounded number
@@ -136,12 +207,17 @@ class OsKeyring:
                 self._usable = self._checked == ""
             return None if self._usable else self._checked
 
+    @property
+    def priority(self) -> float:
+        """The backend's priority as keyring rates it (1 or more: recommended)."""
+        try:
+            return float(self.backend.priority)
+        except Exception:  # a backend's priority may raise when it is unusable
+            return 0.0
+
     def _check(self) -> str:
         backend = self.backend
-        try:
-            priority = float(backend.priority)
-        except Exception:  # a backend's priority may raise when it is unusable
-            priority = 0.0
+        priority = self.priority
         if priority < 1:
             return (
                 f"{self.description} is not a recommended one (priority {priority:g} < 1), "
@@ -179,36 +255,3 @@ class OsKeyring:
             self._call(lambda: backend.set_password(SERVICE, account, value))
         except Exception as exc:  # D-Bus and backend errors are not all KeyringErrors
             raise RememberUnavailable(self._failure(exc, "failed")) from None
-
-    def key(self, *, create: bool, fresh: bool = False) -> bytes | None:
-        """The store's key. ``create`` makes one when there is none; ``fresh`` skips the
-        copy this process keeps (after another process may have reset the store)."""
-        if self._key is not None and not fresh:
-            return self._key
-        text = self._get("key")
-        key = None
-        if text is not None:
-            try:
-                key = base64.b64decode(text, validate=True)
-            except (binascii.Error, ValueError):
-                key = None
-            if key is not None and len(key) != KEY_BYTES:
-                key = None
-        if key is None and create:
-            return self.rotate()
-        self._key = key
-        return key
-
-    def rotate(self) -> bytes:
-        """Replace the key with 32 new random bytes: everything signed before is untrusted."""
-        key = secrets.token_bytes(KEY_BYTES)
-        self._set("key", base64.b64encode(key).decode())
-        self._key = key
-        return key
-
-    def counter(self) -> str | None:
-        """The store's rollback counter as last set (None when there is none)."""
-        return self._get("generation")
-
-    def set_counter(self, value: str) -> None:
-        self._set("generation", value)

@@ -1,7 +1,8 @@
 """The approval store: one file of remembered approvals, tamper-evident and shared safely.
 
 Layout: the first line is the HMAC-SHA256 (lowercase hex) of the rest of the file,
-keyed with 32 random bytes kept in the OS keyring (``_keys.py``); the rest is
+keyed with 32 random bytes kept in the OS keyring (``_keys.py``), or in the file key
+store where the user's config chooses it (``_keyfile.py``); the rest is
 the canonical JSON of the records and a **generation** number. The keyring keeps a
 **rollback counter** beside the key: the generation and the code of the one copy it
 vouches for. It moves on every write, so no other authentic copy (an older one, or
@@ -41,7 +42,7 @@ protection continues from there, and no remembered approval is asked again.
 What this defends: files written by tools, the model, skill output or anything
 else that can write the data directory but not read the keyring. What it does
 not: code running as the user can read the key from the keyring and sign
-anything. See SECURITY.md (T18).
+anything. See SECURITY.md (T18; T58 for the file key store).
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ from skillward.edge._tree import (
     fsync_directory,
     read_open_file,
 )
-from skillward.trust._keys import OsKeyring
+from skillward.trust._keyfile import user_keys
 from skillward.trust.approvals import ApprovalRecord, Scope
 
 __all__ = [
@@ -297,8 +298,9 @@ class FileApprovalStore:
     """Remembered approvals in one authenticated file (an ``ApprovalStorage``).
 
     ``path`` defaults to ``approvals.json`` in the user data directory, ``keys`` to
-    the OS keyring, ``clock`` to ``time.time`` (it stamps the names of files moved
-    aside). ``report`` is told about every untrusted store, once, as a
+    the OS keyring (or the file key store, where the user's ``config.toml`` sets
+    ``approvals.key_store = "file"``), ``clock`` to ``time.time`` (it stamps the names
+    of files moved aside). ``report`` is told about every untrusted store, once, as a
     :class:`~skillward.core.errors.StoreTampered`; by default it is logged.
     """
 
@@ -312,7 +314,7 @@ class FileApprovalStore:
         report: Callable[[StoreTampered], None] | None = None,
     ) -> None:
         self.path = path or approvals_file()
-        self.keys: KeyProvider = keys or OsKeyring(str(self.path.absolute()))
+        self.keys: KeyProvider = keys or user_keys(self.path)
         self.clock = clock
         self.limits = limits or Limits()
         self.problems: list[StoreTampered] = []

@@ -42,6 +42,7 @@ from typing import Any, Literal, Protocol
 from skillward.core.config import Limits
 from skillward.core.errors import PolicyDenied
 from skillward.edge.servers import ServerSpec
+from skillward.trust._keyfile import FileKeyring
 from skillward.trust._keys import OsKeyring
 from skillward.trust._patterns import ServerPattern, glob, server_name, wild
 from skillward.trust._policyfile import TABLES, ParsedPolicy, PinEntry, PolicyProblem
@@ -540,10 +541,15 @@ class EffectivePolicy:
         required = self._scalars.get("keyring.require_recommended")
         if required is not None and required.value is True and store is not None:
             keys = store.keys if isinstance(store, FileApprovalStore) else None
+            if isinstance(keys, FileKeyring):
+                chosen = f" ({keys.chosen})" if keys.chosen else ""
+                other = f"the file key store{chosen}"
+            else:
+                other = "a key provider the host supplies"
             if not isinstance(keys, OsKeyring):
                 refused = (
-                    "the policy remembers approvals only with the OS keyring, not a key "
-                    "provider the host supplies: " + self._rule(required)
+                    f"the policy remembers approvals only with the OS keyring, not {other}: "
+                    + self._rule(required)
                 )
         return ApprovalRules(
             max_scope=max_scope,
