@@ -3,6 +3,7 @@ and asks (book.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import anyio
@@ -80,7 +81,7 @@ def test_a_removed_file_revokes_the_approval() -> None:
 @pytest.mark.threat("T9")
 def test_a_size_alone_that_differs_revokes_the_approval() -> None:
     honest = make_entry(V1)
-    resources = [item.model_dump(by_alias=True) for item in honest.manifest.values()]
+    resources = [dataclasses.asdict(item) for item in honest.manifest.values()]
     notes = "skill://acme/billing/refunds/notes.md"
     for item in resources:
         if item["uri"] == notes:

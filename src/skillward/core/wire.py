@@ -1,4 +1,5 @@
-"""The SEP-2640 wire model: frozen pydantic models, parsed once at the boundary.
+"""The SEP-2640 wire model: frozen pydantic models (a manifest's items: pydantic
+dataclasses), parsed once at the boundary.
 
 Every invariant SEP-2640 places on a skill entry is checked when the entry is
 constructed, so code holding a :class:`SkillEntry` can rely on it:
@@ -41,6 +42,7 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from skillward.core._entries import (
     check_frontmatter_bounds,
@@ -124,7 +126,11 @@ class SkillsCapability(WireModel):
     directory_read: StrictBool = False
 
 
-class ResourceItem(WireModel):
+# A validated dataclass, not a model: no field set and no dict for each of the up to
+# 512 files of each of a listing's 10,000 entries (they cost their validation time again
+# in the garbage collector).
+@pydantic_dataclass(frozen=True, slots=True, config=ConfigDict(extra="ignore", defer_build=True))
+class ResourceItem:
     """One file of a skill: its URI, SHA-256 digest and byte size.
 
     The URI is parsed, and proven to lie inside the skill, by the entry that lists it.
