@@ -135,6 +135,7 @@ if TYPE_CHECKING:
         ExecutionGate,
         ExecutionRequest,
     )
+    from skillward.trust.pending import ApprovalFacts, PendingApproval
     from skillward.trust.policy import EffectivePolicy, Lockdown, NoPolicy, Pin, Policy
 
 __all__ = [
@@ -145,6 +146,7 @@ __all__ = [
     "Answer",
     "ApprovalBook",
     "ApprovalDenied",
+    "ApprovalFacts",
     "ApprovalRecord",
     "ApprovalRequired",
     "ApprovalRules",
@@ -197,6 +199,7 @@ __all__ = [
     "NoTerminal",
     "Origin",
     "OriginError",
+    "PendingApproval",
     "Pin",
     "Policy",
     "PolicyDenied",
@@ -366,6 +369,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "ExecutionGate",
         "ExecutionRequest",
     ),
+    "skillward.trust.pending": ("ApprovalFacts", "PendingApproval"),
     "skillward.trust.policy": ("EffectivePolicy", "Lockdown", "NoPolicy", "Pin", "Policy"),
 }
 _WHERE = {name: module for module, names in _MODULES.items() for name in names}

@@ -1,4 +1,5 @@
-"""Entries, requests and a scripted prompter for approval tests."""
+"""Entries, requests, a scripted prompter, and a store and a book that count what they
+do, for approval tests."""
 
 from __future__ import annotations
 
@@ -6,11 +7,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from skillward.core.origins import Origin
+from skillward.core.origins import Origin, SkillKey
 from skillward.core.registry import SkillRecord
 from skillward.core.verify import sha256_digest
 from skillward.core.wire import SkillEntry, parse_entry
-from skillward.trust.approvals import ActivationRequest, Answer, Decision, Question, Scope
+from skillward.trust.approvals import (
+    ActivationRequest,
+    Answer,
+    ApprovalRecord,
+    ApprovalStorage,
+    Decision,
+    Prompter,
+    Question,
+    Scope,
+    Verdict,
+)
+from skillward.trust.book import ApprovalBook
 
 ROOT = "skill://acme/billing/refunds"
 SKILL_MD = f"{ROOT}/SKILL.md"
@@ -65,3 +77,42 @@ class Scripted:
 
 def yes(scope: Scope) -> Answer:
     return Answer(Decision.APPROVE, scope)
+
+
+@dataclass
+class CountedStore:
+    """An ApprovalStorage over a real one that counts each record it is asked for."""
+
+    store: ApprovalStorage
+    gets: int = 0
+
+    def unavailable(self) -> str | None:
+        return self.store.unavailable()
+
+    def get(self, key: SkillKey) -> ApprovalRecord | None:
+        self.gets += 1
+        return self.store.get(key)
+
+    def put(self, record: ApprovalRecord, *, replaces: ApprovalRecord | None = None) -> None:
+        self.store.put(record, replaces=replaces)
+
+    def revoke(self, key: SkillKey, *, reason: str) -> bool:
+        return self.store.revoke(key, reason=reason)
+
+    def records(self) -> list[ApprovalRecord]:
+        return self.store.records()
+
+    def reset(self) -> None:
+        self.store.reset()
+
+
+class CountingBook(ApprovalBook):
+    """The real book, counting how often it computes a verdict from its records."""
+
+    def __init__(self, prompter: Prompter, **options: Any) -> None:
+        super().__init__(prompter, **options)
+        self.verdicts = 0
+
+    async def verdict(self, request: ActivationRequest) -> Verdict:
+        self.verdicts += 1
+        return await super().verdict(request)

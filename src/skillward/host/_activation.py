@@ -1,14 +1,16 @@
-"""Activation: asking the approver (or finding a pin), fetching SKILL.md, verifying
-it against the entry, and opening the acting window on what was verified; and what
-follows a failed verification under an activation: its content ends (it stays in the
-window, so its gates still apply), and a skill found changed is approved again from
-scratch.
+"""Activation, decided once per call: the pending decision prepared (the policy, the pin,
+the verdict from the approver's records), the approver asked only when nothing settles
+it, then SKILL.md fetched, verified against the entry and the acting window opened on
+what was verified; and what follows a failed verification under an activation: its
+content ends (it stays in the window, so its gates still apply), and a skill found
+changed is approved again from scratch.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import weakref
 from pathlib import Path
 from typing import NoReturn
 
@@ -24,6 +26,7 @@ from skillward.core.errors import (
     ReactivationRequired,
     SkillChanged,
     SkillwardError,
+    UsageError,
 )
 from skillward.core.frontmatter import allowed_tools
 from skillward.core.registry import SkillRecord
@@ -43,11 +46,12 @@ from skillward.trust.approvals import (
     Decision,
     DenyAll,
     Granting,
-    Grants,
+    NeverApproved,
     content_hash,
     entry_content,
     grantable,
 )
+from skillward.trust.pending import Deciding, PendingApproval
 
 __all__ = ["Activator"]
 
@@ -84,6 +88,27 @@ def _describe_change(old: SkillEntry, new: SkillEntry) -> str:
     )
 
 
+def unchanged(activation: Activation, record: SkillRecord) -> bool:
+    """Whether ``activation`` is of exactly the content ``record`` lists: approved for
+    this context and verified, so loading it again asks nobody again. Content that
+    ended, changed or is dynamic, and local skills (known only by reading them), are
+    loaded anew."""
+    entry = record.entry
+    return (
+        activation.ended is None
+        and entry is not None
+        and not entry.is_dynamic
+        and activation.entry == entry
+    )
+
+
+def _check_answer(answer: object, approver: object, method: str) -> None:
+    if not isinstance(answer, Answer):
+        raise TypeError(
+            f"{type(approver).__name__}.{method} returned {type(answer).__name__}, not an Answer"
+        )
+
+
 class Activator:
     """Activations into one session's acting window, and the ends of their content."""
 
@@ -92,6 +117,8 @@ class Activator:
         self._fetcher = shared.fetcher
         self._window = window
         self._approver = approver
+        # Prepared in this session and not loaded yet: each is loaded once, here only.
+        self._prepared: weakref.WeakSet[PendingApproval] = weakref.WeakSet()
 
     def lock(self, record: SkillRecord) -> anyio.Lock:
         """The lock to hold while acting on ``record`` (its origin's, in this session)."""
@@ -99,41 +126,109 @@ class Activator:
             self._shared.connection(record.origin.label)  # a server this host still knows
         return self._window.lock(record.origin.label)
 
-    async def activate(self, record: SkillRecord) -> Activation:
-        """Ask, fetch, verify and tag ``record``'s SKILL.md, and act on it (hold
-        :meth:`lock`)."""
+    async def activate(self, record: SkillRecord, *, reuse: bool = False) -> Activation:
+        """Load ``record``: prepare, ask the approver only when nothing settles it, and
+        load on its answer (hold :meth:`lock`)."""
+        pending = await self.prepare(record, reuse=reuse)
+        answer = None if pending.settled else await self.ask(pending)
+        return await self.load(pending, answer)
+
+    async def prepare(self, record: SkillRecord, *, reuse: bool = False) -> PendingApproval:
+        """The decision on loading ``record``, made once for the call: the policy (a
+        refusal is recorded and raised), the pin, the verdict from the approver's records.
+        Fetches nothing. With ``reuse`` (the model's ``read_skill``), a skill this context
+        already acts on, its content unchanged, is settled without any of them."""
         self._window.check_open()  # a closed context asks nobody and fetches nothing
         self._fetcher.check_dynamic(record)
-        # Policy first: no approval overrides what an administrator forbids.
-        request = self._shared.allowed_request(record)
+        request = self._shared.approval_request(record)
+        held = self._window.get(record.key) if reuse else None
+        if held is not None and unchanged(held, record):
+            pending = PendingApproval(request, acting=True)
+        else:
+            # Policy first: no approval overrides what an administrator forbids.
+            self._shared.check_policy(request)
+            pending = await self._pending(request)
+        self._prepared.add(pending)
+        return pending
+
+    async def _pending(self, request: ActivationRequest) -> PendingApproval:
+        record = request.record
         pin = self._shared.policy.pin_for(request)
         if pin is not None:
             # An administrator reviewed exactly this content from this server: no prompt.
             logger.info(
                 "%s:%s is pinned in %s", record.origin.label, record.key.locator, pin.source
             )
-            tools = request.requested_tools if pin.grant_tools else ()
-            answer = Answer(Decision.APPROVE, grants=Grants(tools=tools), held=True)
-        else:
-            try:
-                answer = await self._consent(request)
-            except ApprovalRequired as unanswered:  # nobody could be asked (no terminal)
-                reason = f"not approved: {type(unanswered).__name__}"
-                self._shared.record("denial", "denied", record, reason=reason, gate="activation")
-                raise
-        if answer.decision is not Decision.APPROVE:
-            logger.info("activation of %s:%s declined", record.origin.label, record.key.locator)
-            self._shared.record(
-                "denial", "denied", record, reason="not approved", gate="activation"
+            return PendingApproval(request, pin=pin)
+        approver = self._approver
+        if not isinstance(approver, Deciding):
+            return PendingApproval(request, verdict=NeverApproved())
+        pending = await approver.pending(request)
+        if not isinstance(pending, PendingApproval) or pending.request is not request:
+            raise TypeError(
+                f"{type(approver).__name__}.pending did not return the PendingApproval "
+                "of the request it was given"
             )
+        return pending
+
+    async def ask(self, pending: PendingApproval) -> Answer:
+        """The approver's answer about ``pending``, which nothing settles (not recorded
+        yet: :meth:`load` has the approver record it)."""
+        approver = self._approver
+        try:
+            if isinstance(approver, Deciding):
+                answer = await approver.ask_about(pending)
+                _check_answer(answer, approver, "ask_about")
+            else:
+                answer = await self._consent(pending.request)
+        except ApprovalRequired as unanswered:  # nobody could be asked (no terminal)
+            reason = f"not approved: {type(unanswered).__name__}"
+            record = pending.request.record
+            self._shared.record("denial", "denied", record, reason=reason, gate="activation")
+            raise
+        return answer
+
+    async def load(self, pending: PendingApproval, answer: Answer | None = None) -> Activation:
+        """Act on the skill ``pending`` is about, on ``answer`` (None when it is settled):
+        the approver records the answer for exactly that content, then SKILL.md is
+        fetched, verified and tagged (hold :meth:`lock`). Nothing is decided again."""
+        if pending not in self._prepared:
+            raise UsageError(
+                "that pending approval was not prepared in this session, or it was loaded "
+                "already; each is loaded once",
+                hint="Prepare the skill again: host.prepare(ref).",
+            )
+        self._prepared.discard(pending)
+        self._window.check_open()
+        request = pending.request
+        record = request.record
+        if pending.acting:
+            held = self._window.get(record.key)
+            if held is None or not unchanged(held, record):
+                raise UsageError(
+                    "the skill left this context after it was prepared; prepare it again",
+                    server=record.origin.label,
+                )
+            self._window.emit(held.block)
+            return held
+        approver = self._approver
+        if pending.settled:
+            answer = pending.held()
+        elif answer is not None and isinstance(approver, Deciding):
+            answer = await approver.settle(pending, answer)
+            _check_answer(answer, approver, "settle")
+        if answer is None or answer.decision is not Decision.APPROVE:
+            logger.info("activation of %s:%s declined", record.origin.label, record.key.locator)
+            reason = "not approved" if answer is not None else "not approved: no answer"
+            self._shared.record("denial", "denied", record, reason=reason, gate="activation")
             raise ApprovalDenied(
                 f"loading skill {self._shared.registry.qualified_ref(record)!r} was not approved",
                 server=record.origin.label,
                 uri=record.key.locator,
                 local=not record.origin.is_mcp,
-                hint=_NO_APPROVER if isinstance(self._approver, DenyAll) else None,
+                hint=_NO_APPROVER if isinstance(approver, DenyAll) else None,
             )
-        granted = self._granted_tools(request, answer, pinned=pin is not None)
+        granted = self._granted_tools(request, answer)
         if record.origin.is_mcp:
             activation = await self._activate_mcp(record)
             requested = request.requested_tools
@@ -146,6 +241,7 @@ class Activator:
         else:
             activation = self._activate_local(record)
         self._window.open(activation)
+        activation = self._window.get(record.key) or activation  # as the window holds it
         self._window.emit(activation.block)
         logger.info("activated %s:%s", record.origin.label, record.key.locator)
         return activation
@@ -155,23 +251,15 @@ class Activator:
         approver = self._approver
         if isinstance(approver, Granting):
             answer = await approver.consent(request)
-            if not isinstance(answer, Answer):
-                raise TypeError(
-                    f"{type(approver).__name__}.consent returned {type(answer).__name__}, "
-                    "not an Answer"
-                )
+            _check_answer(answer, approver, "consent")
         else:
             answer = Answer(as_decision(await approver.decide(request), approver))
         return answer
 
-    def _granted_tools(
-        self, request: ActivationRequest, answer: Answer, *, pinned: bool = False
-    ) -> tuple[str, ...]:
+    def _granted_tools(self, request: ActivationRequest, answer: Answer) -> tuple[str, ...]:
         """Record the approval, and which of the requested tools it grants (MCP skills)."""
         record = request.record
-        how = "a recorded approval" if answer.held else "approved when asked"
-        if pinned:
-            how = "pinned by the administrator's policy"
+        how = answer.how or ("a recorded approval" if answer.held else "approved when asked")
         self._shared.record(
             "approval", "approved", record, reason=how, gate="activation", scope=answer.scope.value
         )

@@ -318,6 +318,7 @@ class Shared:
             tools_grantable=self.grant_mode("allowed_tools") == "prompt",
             viewer=view,
             max_shown_tools=self.limits.max_shown_tools,
+            ref=qualified,
         )
 
     async def view_skill_md(self, record: SkillRecord) -> str:
@@ -335,10 +336,12 @@ class Shared:
         or reading from its skill: a refusal is recorded, then raised. Every path to a
         skill's content comes through here first."""
         request = self.approval_request(record)
-        self._check_policy(request)
+        self.check_policy(request)
         return request
 
-    def _check_policy(self, request: ActivationRequest) -> None:
+    def check_policy(self, request: ActivationRequest) -> None:
+        """The policy's word on loading, reviewing or reading from ``request``'s skill: a
+        refusal is recorded, then raised."""
         try:
             self.policy.check_activation(request)
         except PolicyDenied:

@@ -35,7 +35,7 @@ from skillward.host._gates import Gates
 from skillward.host._reads import Reads
 from skillward.host._shared import Shared
 from skillward.host._window import ActingWindow
-from skillward.host.types import TOOL_SCHEMAS, Activation, ToolStyle
+from skillward.host.types import TOOL_SCHEMAS, ToolStyle
 
 __all__ = ["Tools"]
 
@@ -63,20 +63,6 @@ def _command(arguments: Mapping[str, Any]) -> str:
         return json.dumps(dict(arguments), ensure_ascii=False, sort_keys=True, default=repr)
     except (TypeError, ValueError, RecursionError):
         return repr(dict(arguments))
-
-
-def _unchanged(activation: Activation, record: SkillRecord) -> bool:
-    """Whether ``activation`` is of exactly the content ``record`` lists: approved for
-    this context and verified, so the model reading it again asks nobody again. Content
-    that ended, changed or is dynamic, and local skills (known only by reading them), are
-    loaded anew."""
-    entry = record.entry
-    return (
-        activation.ended is None
-        and entry is not None
-        and not entry.is_dynamic
-        and activation.entry == entry
-    )
 
 
 class Tools:
@@ -132,10 +118,8 @@ class Tools:
             if record is None:  # an opted-in LABEL:URI lookup
                 record = await self._shared.lookup(name)
             async with self._activator.lock(record):
-                held = self._window.get(record.key)
-                if held is not None and _unchanged(held, record):
-                    return self._window.emit(held.block)
-                return (await self._activator.activate(record)).block
+                # A skill this context already acts on, unchanged, asks nobody again.
+                return (await self._activator.activate(record, reuse=True)).block
         except SkillwardError as error:
             return self._tool_error(error, record.origin if record else None)
         except Exception:

@@ -74,9 +74,10 @@ from skillward.host.types import (
     ServerStatus,
     ToolStyle,
 )
-from skillward.trust.approvals import ActivationRequest, Approver, DenyAll
+from skillward.trust.approvals import ActivationRequest, Answer, Approver, DenyAll
 from skillward.trust.audit import AuditTrail
 from skillward.trust.gates import CrossOriginGate, DenyCrossOrigin, DenyExecution, ExecutionGate
+from skillward.trust.pending import PendingApproval
 from skillward.trust.policy import NoPolicy, Policy
 
 # The host's values are defined in types.py; this module names them as it always has.
@@ -358,6 +359,35 @@ class SkillHost:
         record = await self.lookup(reference)
         async with self._activator.lock(record):
             return await self._activator.activate(record)
+
+    async def prepare(
+        self, reference: str | SkillRecord, *, reuse: bool = False
+    ) -> PendingApproval:
+        """The decision on loading a skill, made once: the policy (a refusal is recorded
+        and raised), a pin, the verdict from the approver's records. Fetches nothing.
+
+        :meth:`activate` is this, the approver asked when nothing settles it
+        (``pending.settled``), then :meth:`load`. A front end that asks the person itself
+        shows them ``pending.facts`` and passes their :class:`Answer` to :meth:`load`.
+        With ``reuse`` (as the model's ``read_skill`` does), a skill this context already
+        acts on, its listed content unchanged, is settled without deciding anything.
+        """
+        if isinstance(reference, SkillRecord):
+            record = reference
+        else:
+            record = await self.lookup(reference)
+        return await self._activator.prepare(record, reuse=reuse)
+
+    async def load(self, pending: PendingApproval, answer: Answer | None = None) -> Activation:
+        """Load the skill ``pending`` (from this session's :meth:`prepare`) is about, once.
+
+        ``answer`` (None when ``pending`` is settled) is handed to the approver, which
+        records it for exactly the content ``pending`` was prepared for; then SKILL.md
+        is fetched, verified and tagged. Nothing is decided again. No answer, or one
+        that does not approve, raises ApprovalDenied.
+        """
+        async with self._activator.lock(pending.request.record):
+            return await self._activator.load(pending, answer)
 
     def granted_tools(self) -> tuple[str, ...]:
         """The tools to give the model now: those granted by the skills it is acting on.

@@ -46,9 +46,10 @@ from skillward.host.skillhost import (
     SkillHost,
     ToolStyle,
 )
-from skillward.trust.approvals import ActivationRequest, Approver
+from skillward.trust.approvals import ActivationRequest, Answer, Approver
 from skillward.trust.audit import AuditTrail
 from skillward.trust.gates import CrossOriginGate, ExecutionGate
+from skillward.trust.pending import PendingApproval
 from skillward.trust.policy import Policy
 
 __all__ = ["SyncSkillHost"]
@@ -282,6 +283,14 @@ class SyncSkillHost:
     def activate(self, reference: str) -> Activation:
         """Blocking :meth:`SkillHost.activate`."""
         return self._call(functools.partial(self._host.activate, reference))
+
+    def prepare(self, reference: str | SkillRecord, *, reuse: bool = False) -> PendingApproval:
+        """Blocking :meth:`SkillHost.prepare`."""
+        return self._call(functools.partial(self._host.prepare, reference, reuse=reuse))
+
+    def load(self, pending: PendingApproval, answer: Answer | None = None) -> Activation:
+        """Blocking :meth:`SkillHost.load`."""
+        return self._call(functools.partial(self._host.load, pending, answer))
 
     def granted_tools(self) -> tuple[str, ...]:
         """:meth:`SkillHost.granted_tools`, on the host's event loop."""

@@ -162,6 +162,8 @@ class ActivationRequest:
     viewer: SkillMdViewer | None = field(default=None, compare=False, repr=False)
     #: Characters the requested tools may take to show whole (``Limits.max_shown_tools``).
     max_shown_tools: int = Limits().max_shown_tools
+    #: The qualified reference (``label:name``) the host's catalog names it by, when known.
+    ref: str | None = None
 
     @property
     def key(self) -> SkillKey:
@@ -599,6 +601,8 @@ class Answer:
     grants: Grants = field(default_factory=Grants)
     #: True when a recorded approval answered, without asking anyone.
     held: bool = False
+    #: How it was given, for the audit trail (None: "approved when asked").
+    how: str | None = None
 
 
 def grantable(request: ActivationRequest, grants: Grants) -> Grants:

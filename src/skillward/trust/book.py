@@ -48,6 +48,7 @@ from skillward.trust.approvals import (
     record_for,
 )
 from skillward.trust.audit import AuditTrail
+from skillward.trust.pending import PendingApproval
 
 __all__ = ["ApprovalBook"]
 
@@ -191,31 +192,45 @@ class ApprovalBook:
         An approval already recorded answers without asking (``held``), with the
         grants its record holds; the rest are asked about together.
         """
-        answers: list[Answer | None] = [None] * len(requests)
-        asked: list[tuple[int, Question]] = []
         with self._asking.deciding():
-            for index, request in enumerate(requests):
-                verdict = await self.verdict(request)
-                if isinstance(verdict, Approved):
-                    held = verdict.record
-                    answers[index] = Answer(
-                        Decision.APPROVE,
-                        held.scope if held is not None else Scope.SESSION,
-                        grantable(request, held.grants) if held is not None else Grants(),
-                        held=True,
-                    )
-                    continue
-                change = verdict.change if isinstance(verdict, Changed) else None
-                asked.append((index, await self.question(request, change)))
-        replies = await self._asking.ask(self.prompter, [question for _, question in asked])
-        for (index, question), reply in zip(asked, replies, strict=True):
-            answer = self._granted(question.request, reply)
-            if answer.decision is Decision.APPROVE:
-                # The scope it was recorded in: remember may have become session or once.
-                scope = await self._record(question.request, answer, strict=False)
-                answer = dataclasses.replace(answer, scope=scope)
-            answers[index] = answer
-        return [a if a is not None else _denied() for a in answers]
+            pendings = [await self.pending(request) for request in requests]
+        asked = [pending for pending in pendings if not pending.settled]
+        replies = await self._asking.ask(self.prompter, [pending.question for pending in asked])
+        given = {id(pending): reply for pending, reply in zip(asked, replies, strict=True)}
+        return [
+            pending.held() if pending.settled else await self.settle(pending, given[id(pending)])
+            for pending in pendings
+        ]
+
+    # --- a pending decision (Deciding) -------------------------------------------------------
+
+    async def pending(self, request: ActivationRequest) -> PendingApproval:
+        """The decision on ``request`` as the records hold it: the verdict, computed once
+        (the store read once), and, when a person is to be asked, why ``remember``
+        cannot be offered."""
+        with self._asking.deciding():
+            verdict = await self.verdict(request)
+            why = None
+            if not isinstance(verdict, Approved):
+                why = await self.remember_unavailable(request)
+        return PendingApproval(request, verdict=verdict, remember_unavailable=why)
+
+    async def ask_about(self, pending: PendingApproval) -> Answer:
+        """The prompter's answer about ``pending`` (asked together with the questions
+        waiting), not yet recorded: :meth:`settle` records it."""
+        (answer,) = await self._asking.ask(self.prompter, [pending.question])
+        return answer
+
+    async def settle(self, pending: PendingApproval, answer: Answer) -> Answer:
+        """Record a person's ``answer`` to ``pending``: an approval of exactly its content
+        (the entry it was prepared for), granting only what it can be granted, for the
+        scope the rules and the store allow, which the answer returned names."""
+        answer = self._granted(pending.request, answer)
+        if answer.decision is Decision.APPROVE:
+            # The scope it was recorded in: remember may have become session or once.
+            scope = await self._record(pending.request, answer, strict=False)
+            answer = dataclasses.replace(answer, scope=scope)
+        return answer
 
     async def held(self, request: ActivationRequest) -> Grants | None:
         """The grants a recorded approval of exactly this content holds now (asks no
@@ -256,9 +271,10 @@ class ApprovalBook:
         ``grant_tools``: the person asked for the requested tools to be granted with
         the approval; the prompt shows them as granted instead of asking.
         """
-        verdict = await self.verdict(request)
-        change = verdict.change if isinstance(verdict, Changed) else None
-        question = await self.question(request, change)
+        pending = await self.pending(request)
+        question = pending.question
+        if pending.settled:  # asked whatever is recorded
+            question = await self.question(request, None)
         if grant_tools:
             question = dataclasses.replace(question, grant_tools=True)
         (answer,) = await self._asking.ask(self.prompter, [question])
