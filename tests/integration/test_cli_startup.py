@@ -42,6 +42,7 @@ STATE_COMMANDS = [
     ["approvals", "list"],
     ["approvals", "revoke", "brave_search:deploy"],
     ["approvals", "reset", "--yes"],
+    ["doctor"],
     ["cache", "list"],
     ["cache", "purge", "brave_search"],
     ["logs", "brave_search"],

@@ -20,6 +20,7 @@ from skillward.trust._store import FileApprovalStore
 from skillward.trust._userconfig import parse_user_config
 from skillward.trust.approvals import ApprovalRecord, Scope, record_for
 from tests.support.approvals import HTTP, make_entry
+from tests.support.keys import MemoryKeys
 from tests.support.policies import PolicyDirs
 
 pytestmark = pytest.mark.threat("T58")
@@ -123,6 +124,19 @@ def test_an_older_copy_is_caught_by_the_counter_in_its_file(machine: Machine) ->
     reader = machine.store()
     assert reader.get(RECORD.key) is None
     assert "older copy" in reader.problems[0].message
+
+
+@pytest.mark.threat("T18")
+def test_switching_key_stores_starts_over_and_keeps_the_old_store_aside(
+    machine: Machine,
+) -> None:
+    FileApprovalStore(machine.store_path, keys=MemoryKeys()).put(RECORD)
+    signed = machine.store_path.read_bytes()
+    reader = machine.store()
+    assert reader.get(RECORD.key) is None
+    assert [p.read_bytes() for p in machine.aside()] == [signed]
+    reader.put(RECORD)
+    assert machine.store().get(RECORD.key) == RECORD
 
 
 @pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o660])
