@@ -6,6 +6,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -306,3 +307,63 @@ def test_a_server_is_named_as_its_servers_file_spells_it(tmp_path: Path) -> None
     assert typo.returncode == 2, typo.stderr
     assert "no server or skill directory is labelled 'brave-serch'" in typo.stderr
     assert "did you mean 'brave-search'?" in typo.stderr
+
+
+# --- hints fit where they appear -----------------------------------------------------------
+
+#: What names the library's API: a person at the command line can do nothing with it.
+PYTHON_API = re.compile(r"SkillHost|HostConfig|ApprovalBook|Limits\.|approver=|\bhost\.\w")
+
+
+def hint_line(stderr: str) -> str:
+    (hint,) = (line.strip() for line in stderr.splitlines() if line.strip().startswith("hint:"))
+    return hint
+
+
+def json_error(stderr: str) -> dict[str, Any]:
+    (error,) = (json.loads(line) for line in stderr.splitlines() if line.startswith("{"))
+    assert isinstance(error, dict)
+    return error
+
+
+@pytest.mark.parametrize(
+    ("mode", "timeout", "error", "said"),
+    [
+        ("die-on-read", "30", "ServerDisconnected", "run the command again"),
+        ("stall-read", "3", "DeadlineExceeded", "raise the deadline with --timeout SECONDS"),
+    ],
+)
+def test_a_server_fault_gets_a_command_line_hint_not_the_librarys(
+    tmp_path: Path, mode: str, timeout: str, error: str, said: str
+) -> None:
+    argv = ("load", "refunds", "--approve-once", "--no-local", "--no-cache", "--timeout", timeout)
+    server = ("--server", misbehaving("bad", mode))
+    result = run(*argv, *server, home=tmp_path)
+    assert result.returncode == 6, result.stderr
+    assert said in hint_line(result.stderr)
+    assert not PYTHON_API.search(result.stderr)
+    as_json = json_error(run(*argv, *server, "--json", home=tmp_path).stderr)
+    assert as_json["error"] == error
+    assert said in as_json["hint"]
+    assert not PYTHON_API.search(as_json["hint"])
+
+
+def test_an_unknown_label_says_how_to_add_that_server_and_where_it_is_kept(
+    tmp_path: Path,
+) -> None:
+    result = run("show", "nobody:refunds", "--no-local", "--server", EXAMPLES, home=tmp_path)
+    assert result.returncode == 2, result.stderr
+    hint = hint_line(result.stderr)
+    assert "The labels known here: examples." in hint
+    assert "--server LABEL=URL_OR_COMMAND" in hint
+    assert "`skillward servers add LABEL CMD_OR_URL`" in hint
+    assert f"(it is kept in {tmp_path / '.config' / 'skillward' / 'servers.json'})" in hint
+    config = tmp_path / "team servers.json"
+    config.write_text('{"mcpServers": {}}')
+    given = ("--config", str(config), "--server", EXAMPLES, "--no-local", "--json")
+    shown = json_error(run("show", "nobody:refunds", *given, home=tmp_path).stderr)
+    assert f"`skillward servers add LABEL CMD_OR_URL --config '{config}'`" in shown["hint"]
+    assert f"(it is kept in {config})" in shown["hint"]
+    checked = json_error(run("check", "nobody", *given, home=tmp_path).stderr)
+    assert checked["error"] == "UnknownServer"
+    assert checked["hint"] == shown["hint"].removeprefix("The labels known here: examples. ")

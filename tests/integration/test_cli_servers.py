@@ -3,6 +3,7 @@ host (``skillward gateway --print-config``), run as a person runs them."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import shlex
@@ -13,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
-from skillward.cli.gatewaying import HOSTS
+from skillward.cli.gatewaying import HOSTS, NO_SERVERS
 from skillward.edge.servers import HttpTransport, StdioTransport, load_mcp_servers
 from tests.integration.test_cli import environment, run
 
@@ -312,3 +314,35 @@ def test_print_config_is_for_stdio_and_refuses_http(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stdout == ""
     assert "stdio" in result.stderr
+
+
+# --- a gateway with no server ---------------------------------------------------------------
+
+
+async def gateway_ended(argv: list[str], env: dict[str, str]) -> str:
+    """What a gateway said on stderr, started with its stdin closed (the host gone)."""
+    with anyio.fail_after(WAIT):
+        ended = await anyio.run_process(argv, input=b"", env=env, check=False)
+    stderr = ended.stderr.decode()
+    assert ended.returncode == 0, stderr
+    return " ".join(stderr.split())  # a note wraps at the terminal's width
+
+
+async def test_a_gateway_with_no_server_starts_and_says_how_to_add_one(tmp_path: Path) -> None:
+    argv = [sys.executable, "-m", "skillward", "gateway", "--no-local"]
+    env = environment(tmp_path)
+    note = await gateway_ended(argv, env)
+    assert "no MCP server is configured, so only local skills are served" in note
+    assert "--server LABEL=URL_OR_COMMAND" in note
+    assert "`skillward servers add LABEL CMD_OR_URL`" in note
+    assert str(servers_file(tmp_path)) in note
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env=env)
+    with anyio.fail_after(WAIT):
+        async with Client(params) as client:
+            instructions = client.instructions or ""
+            listed = await client.call_tool("list_skills", {})
+    said = " ".join(part.text for part in listed.content if isinstance(part, types.TextContent))
+    for given in (instructions, said):
+        assert NO_SERVERS in html.unescape(given)  # as a notice's attribute quotes it
+    served = await gateway_ended([*argv, "--server", f"examples={shlex.join(SERVE)}"], env)
+    assert "no MCP server" not in served

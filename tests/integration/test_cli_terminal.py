@@ -266,6 +266,28 @@ def test_serve_on_a_busy_port_says_so_in_one_line() -> None:
     assert hint.startswith("  hint: ")
 
 
+def test_serve_of_a_directory_with_no_skill_says_what_a_skill_folder_is_and_exits_2(
+    tmp_path: Path,
+) -> None:
+    empty = tmp_path / "empty"
+    (empty / "notes").mkdir(parents=True)
+    (empty / "notes" / "README.md").write_text("not a skill\n")
+    result = run("serve", str(empty))
+    assert result.returncode == 2
+    assert result.stdout == ""  # no server started: nothing on the protocol's stream
+    first, hint = result.stderr.strip().splitlines()
+    assert first == f"skillward: no skill to serve under {empty}: no SKILL.md was found in it"
+    assert "a folder holding a SKILL.md" in hint
+    assert "DIR/NAME/SKILL.md" in hint
+    refused = tmp_path / "refused"
+    write(refused, "Bad Name/SKILL.md", skill_md("Bad Name", "Not a valid name"))
+    result = run("serve", str(refused))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert "refused: skill name 'Bad Name'" in lines[0]
+    assert lines[1] == f"skillward: no skill to serve under {refused}: the lines above say why"
+
+
 @pytest.mark.parametrize("http", [False, True], ids=["stdio", "http"])
 def test_serve_says_what_it_serves_and_stops_on_ctrl_c_in_one_line(
     tmp_path: Path, http: bool

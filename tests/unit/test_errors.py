@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from skillward.core import errors
 from skillward.core.errors import (
+    AmbiguousName,
     ApprovalDenied,
     ApprovalRequired,
+    DeadlineExceeded,
     DigestMismatch,
+    FrontmatterMismatch,
     IntegrityError,
     OriginError,
     PolicyDenied,
+    ServerDisconnected,
     ServerRejected,
     SkillwardError,
     StoreTampered,
@@ -19,6 +25,11 @@ from skillward.core.errors import (
     UsageError,
     printable,
 )
+
+#: What names the library's API: a person at the command line can do nothing with it.
+PYTHON_API = re.compile(r"SkillHost|HostConfig|ApprovalBook|Limits\.|approver=|\bhost\.\w")
+#: What names the command's options or commands: a host's code has no use for them.
+COMMAND_LINE = re.compile(r"--[a-z]|skillward (approve|load|read|show|list)\b")
 
 FAULTS = (OriginError, TransportError, PolicyDenied, ApprovalRequired, StoreTampered, UsageError)
 
@@ -82,3 +93,47 @@ def test_untrusted_text_cannot_drive_the_terminal(hostile: str) -> None:
 
 def test_printable_bounds_length() -> None:
     assert len(printable("x" * 10_000, limit=50)) == 53
+
+
+def every_error() -> list[SkillwardError]:
+    """One of each error, as raised with no hint of its own."""
+    made: list[SkillwardError] = []
+    for name in errors.__all__:
+        kind = getattr(errors, name)
+        if not isinstance(kind, type):
+            continue
+        if kind is ServerRejected:
+            made.append(ServerRejected("no", code=-1))
+        elif kind is AmbiguousName:
+            made.append(AmbiguousName("two", candidates=["a:x", "b:x"]))
+        elif kind is FrontmatterMismatch:
+            made.append(FrontmatterMismatch("differs", fields=["name"]))
+        else:
+            made.append(kind("failed"))
+    return made
+
+
+@pytest.mark.parametrize("error", every_error(), ids=lambda error: type(error).__name__)
+def test_each_hint_is_worded_for_its_audience(error: SkillwardError) -> None:
+    assert not PYTHON_API.search(error.command_hint), error.command_hint
+    assert not COMMAND_LINE.search(error.hint), error.hint
+
+
+def test_the_library_keeps_its_api_hint_and_the_command_gets_its_own() -> None:
+    disconnected = ServerDisconnected("the connection closed", server="acme")
+    assert "SkillHost.reconnect" in disconnected.hint
+    assert "run the command again" in disconnected.command_hint
+    late = DeadlineExceeded("too slow")
+    assert "Limits.operation_timeout" in late.hint
+    assert "--timeout SECONDS" in late.command_hint
+    assert "--approve-once" in ApprovalRequired("approve first").command_hint
+
+
+def test_a_hint_given_where_the_error_is_raised_is_for_both_unless_worded_apart() -> None:
+    given = ServerDisconnected("gone", hint="Start it again.")
+    assert given.command_hint == given.hint == "Start it again."
+    apart = ServerDisconnected("gone", hint="Call it.", command_hint="Run it.")
+    assert (apart.hint, apart.command_hint) == ("Call it.", "Run it.")
+    # A subclass's own hint is not given the command hint of the class above it.
+    declined = ApprovalDenied("no")
+    assert declined.command_hint == declined.hint == ApprovalDenied.default_hint

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import shlex
 from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +68,7 @@ __all__ = [
     "Connected",
     "Failures",
     "ServerLogs",
+    "adding_servers",
     "content_cache",
     "limits",
     "local_dirs",
@@ -155,6 +157,19 @@ def _servers_file(args: argparse.Namespace, terminal: Terminal) -> ServersConfig
     for problem in loaded.problems:
         terminal.error(problem)
     return loaded
+
+
+def adding_servers(args: argparse.Namespace) -> str:
+    """How to give the command a server: ``--server``, or ``servers add`` to the servers
+    file the command reads (the ``--config`` file, else ``servers.json``)."""
+    if args.config is not None:
+        path, option = args.config, f" --config {shlex.quote(str(args.config))}"
+    else:
+        path, option = default_servers_file(), ""
+    return (
+        "Connect a server with --server LABEL=URL_OR_COMMAND, or register it for every "
+        f"command with `skillward servers add LABEL CMD_OR_URL{option}` (it is kept in {path})."
+    )
 
 
 def server_specs(args: argparse.Namespace, terminal: Terminal) -> list[ServerSpec]:
@@ -280,6 +295,8 @@ async def _with_host(
         except (UnknownServer, SkillNotFound) as error:
             blamed = _failed_servers_named(getattr(args, "ref", None), failed)
             if not blamed:
+                if isinstance(error, UnknownServer):
+                    error.command_hint = f"{error.hint} {adding_servers(args)}"
                 raise
             _blame(error, blamed, args, terminal)
             return status
@@ -346,7 +363,7 @@ def _blame(
 ) -> None:
     """The reference may name what a failed server serves: that failure is the cause."""
     if args.json:
-        terminal.json_error({**error_json(error), "failed_to_connect": blamed})
+        terminal.json_error({**error_json(error, command_line=True), "failed_to_connect": blamed})
         return
     labels = ", ".join(repr(label) for label in blamed)
     terminal.note(
@@ -376,7 +393,7 @@ def origin_summaries(
                 "state": state,
                 "skills_extension": skills,
                 "problem": summary.problem,
-                "error": error_json(error) if error is not None else None,
+                "error": error_json(error, command_line=True) if error is not None else None,
                 "reported_name_unverified": summary.reported_name,
             }
         )

@@ -64,7 +64,7 @@ def _main(argv: Sequence[str] | None) -> int:
 def _terminal(args: argparse.Namespace) -> Terminal:
     from skillward.terminal.prompts import Terminal  # rich: for commands, not --help
 
-    return Terminal(json_errors=args.json)
+    return Terminal(json_errors=args.json, command_line=True)
 
 
 class _EscapingFormatter(logging.Formatter):

@@ -65,17 +65,13 @@ def add_commands(commands: Commands) -> None:
 
 
 def _chosen(args: argparse.Namespace, terminal: Terminal) -> list[ServerSpec]:
-    from skillward.cli._host import server_specs
+    from skillward.cli._host import adding_servers, server_specs
     from skillward.core.labels import normalise_label
 
     specs = server_specs(args, terminal)
     if not args.labels:
         if not specs:
-            raise UsageError(
-                "no servers to check",
-                hint="Name one with --server LABEL=URL_OR_COMMAND, or configure servers "
-                "(--config FILE).",
-            )
+            raise UsageError("no servers to check", hint=adding_servers(args))
         return specs
     by_label = {spec.label: spec for spec in specs}
     chosen: list[ServerSpec] = []
@@ -86,7 +82,10 @@ def _chosen(args: argparse.Namespace, terminal: Terminal) -> list[ServerSpec]:
             raise UsageError(error.message) from None
         if label not in by_label:
             known = ", ".join(sorted(by_label)) or "none"
-            raise UnknownServer(f"no server is labelled {label!r} (configured: {known})")
+            raise UnknownServer(
+                f"no server is labelled {label!r} (configured: {known})",
+                hint=adding_servers(args),
+            )
         if by_label[label] not in chosen:
             chosen.append(by_label[label])
     return chosen

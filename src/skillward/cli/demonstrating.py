@@ -73,7 +73,7 @@ class _Story:
         from skillward.terminal._render import error_json
 
         if self.as_json:
-            self._keep("errors", error_json(error))
+            self._keep("errors", error_json(error, command_line=True))
         else:
             self.terminal.error(error)
 

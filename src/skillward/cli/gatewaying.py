@@ -27,6 +27,13 @@ _DEFAULT_REFRESH = 60.0
 _DEFAULT_NAME = "skillward-gateway"
 #: The MCP hosts ``--print-config`` writes an entry for.
 HOSTS = ("claude-code", "claude-desktop", "cursor", "vscode")
+#: What the model is told with the catalog of a gateway given no server (the host shows
+#: a gateway that exits as broken, so it serves its local skills, if any, and says why).
+NO_SERVERS = (
+    "No MCP server is configured for this skillward gateway, so it serves only the user's "
+    "local skill folders. The user can register one with `skillward servers add LABEL "
+    "CMD_OR_URL` in a terminal; the gateway connects it when it starts again."
+)
 
 
 def add_commands(commands: Commands) -> None:
@@ -116,7 +123,7 @@ def gateway(args: argparse.Namespace) -> int:
         print(host_entry(args.print_config, _gateway_argv(args)))
         return EXIT_OK
     # Nothing but the protocol on stdout: notes and errors go to stderr.
-    terminal = Terminal(out=sys.stderr, err=sys.stderr, json_errors=args.json)
+    terminal = Terminal(out=sys.stderr, err=sys.stderr, json_errors=args.json, command_line=True)
     try:
         anyio.run(_serve, args, terminal)
     except KeyboardInterrupt:
@@ -206,7 +213,7 @@ async def _serve(args: argparse.Namespace, terminal: Terminal) -> None:
 
     from skillward._version import __version__
     from skillward.cli._context import audit_trail, policy_in_force, store
-    from skillward.cli._host import ServerLogs, opened_host
+    from skillward.cli._host import ServerLogs, adding_servers, opened_host
     from skillward.edge._dirs import server_log_dir
 
     audit = audit_trail()
@@ -228,7 +235,21 @@ async def _serve(args: argparse.Namespace, terminal: Terminal) -> None:
             host, store=kept, rules=policy.approval_rules(kept), notify=terminal.note
         )
         pages = ApprovalPages() if args.approval_page else None
-        served = Gateway(host, sessions=sessions, name=args.name, version=__version__, pages=pages)
+        notes = []
+        if not host.servers() and not failed:
+            terminal.note(
+                "skillward gateway: no MCP server is configured, so only local skills are "
+                f"served. {adding_servers(args)} Then start the gateway again."
+            )
+            notes.append(NO_SERVERS)
+        served = Gateway(
+            host,
+            sessions=sessions,
+            name=args.name,
+            version=__version__,
+            pages=pages,
+            notes=notes,
+        )
         count = len(host.catalog())
         async with anyio.create_task_group() as group:
             if pages is not None:

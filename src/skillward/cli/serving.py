@@ -147,12 +147,19 @@ def _collected_once() -> Iterator[None]:
 
 
 def _catalog(args: argparse.Namespace, directory: Path) -> SkillCatalog:
-    """The skills under ``directory``; what cannot be served is said on stderr."""
+    """The skills under ``directory``; what cannot be served is said on stderr, and a
+    directory with no skill to serve is a usage error (its catalog would stay empty)."""
     from skillward.serve.catalog import SkillCatalog
 
     catalog = SkillCatalog.from_directory(directory, unlisted=args.unlisted)
     for problem in catalog.problems:
         print(f"skillward serve: {problem}", file=sys.stderr)
     if not catalog.skills:
-        print(f"skillward serve: no servable skills under {directory}", file=sys.stderr)
+        why = "the lines above say why" if catalog.problems else "no SKILL.md was found in it"
+        raise UsageError(
+            f"no skill to serve under {directory}: {why}",
+            hint="A skill is a folder holding a SKILL.md that starts with YAML frontmatter "
+            "naming it and saying what it does (---, name: NAME, description: ..., ---), "
+            "as DIR/NAME/SKILL.md; `skillward serve` with no DIR serves the bundled examples.",
+        )
     return catalog

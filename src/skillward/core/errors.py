@@ -15,7 +15,9 @@ alone:
 * :class:`UsageError`: the caller asked for something that cannot be done.
 
 Every error names the server label and the skill URI where they are known, and
-carries a hint a person can act on (:meth:`SkillwardError.diagnostics`).
+carries a hint a person can act on (:meth:`SkillwardError.diagnostics`): ``hint`` for a
+host's code, and ``command_hint`` as the ``skillward`` command gives it, worded for
+its options where ``hint`` names the library's API.
 """
 
 from __future__ import annotations
@@ -84,13 +86,17 @@ class SkillwardError(Exception):
     ``server`` is the host-assigned label of the origin involved and ``uri`` the
     skill or resource URI, when known. ``str(error)`` is one line naming both.
     ``rule``, when set, is the ID of the SEP-2640 rule the origin broke
-    (``SW-ENTRY-003``; ``docs/check.md`` lists them all).
+    (``SW-ENTRY-003``; ``docs/check.md`` lists them all). ``hint`` says what a person
+    can do, in the library's terms; ``command_hint`` says it in the ``skillward``
+    command's, and is ``hint`` unless that names the library's API.
     """
 
     #: Process exit code the command line uses for this kind of error.
     exit_code: ClassVar[int] = 1
     #: What a person can do about it; subclasses refine this.
     default_hint: ClassVar[str] = ""
+    #: ``default_hint`` as the ``skillward`` command words it, where they differ.
+    default_command_hint: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -101,16 +107,27 @@ class SkillwardError(Exception):
         hint: str | None = None,
         local: bool = False,
         rule: str | None = None,
+        command_hint: str | None = None,
     ) -> None:
         self.message = message
         self.server = server
         self.uri = uri
         self.hint = hint if hint is not None else self.default_hint
+        if command_hint is None and hint is None:
+            command_hint = self.default_command_hint
+        #: The hint as the ``skillward`` command gives it (``hint`` unless given apart).
+        self.command_hint = command_hint if command_hint is not None else self.hint
         #: ``server`` is the label of a local skill directory, not of a server.
         self.local = local
         #: The ID of the rule the origin broke, when one applies (``docs/check.md``).
         self.rule = rule
         super().__init__(self._render())
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        # A subclass's own hint is for both audiences unless it words one for the command.
+        if "default_hint" in vars(cls) and "default_command_hint" not in vars(cls):
+            cls.default_command_hint = None
 
     def _render(self) -> str:
         parts: list[str] = []
@@ -173,8 +190,12 @@ class SkillTooLarge(OriginError):
     """A skill's entry exceeds the configured per-skill limits. Nothing was fetched."""
 
     default_hint = (
-        "The skill is larger than this host accepts (see Limits in the configuration). "
-        "Nothing was fetched."
+        "The skill is larger than this host accepts (Limits.max_skill_bytes and "
+        "max_skill_files, narrowed by the policy's limits). Nothing was fetched."
+    )
+    default_command_hint = (
+        "The skill is larger than skillward accepts here (its limits, narrowed by the "
+        "policy's limits.max_skill_bytes: `skillward policy show`). Nothing was fetched."
     )
 
 
@@ -203,6 +224,10 @@ class ListingRunaway(InvalidResponse):
     default_hint = (
         "The server's listing repeats a cursor or is larger than the configured bounds; "
         "raise the limits only if you trust the server."
+    )
+    default_command_hint = (
+        "The server's listing repeats a cursor or is larger than skillward accepts; "
+        "report it to the server's maintainers."
     )
 
 
@@ -267,7 +292,10 @@ class DeadlineExceeded(TransportError):
 
     default_hint = (
         "The server is stalling or too slow; retry, or raise the deadline "
-        "(--timeout SECONDS, or Limits.operation_timeout)."
+        "(Limits.operation_timeout)."
+    )
+    default_command_hint = (
+        "The server is stalling or too slow; retry, or raise the deadline with --timeout SECONDS."
     )
 
 
@@ -277,6 +305,10 @@ class ServerDisconnected(TransportError):
     default_hint = (
         "Check that the server is running and reachable, then reconnect it "
         "(SkillHost.reconnect). Other servers are not affected."
+    )
+    default_command_hint = (
+        "Check that the server is running and reachable, then run the command again "
+        "(a gateway connects it again by itself). Other servers are not affected."
     )
 
 
@@ -310,7 +342,11 @@ class UnverifiableSkill(PolicyDenied):
 
     default_hint = (
         "The server marks this skill as dynamic, so its content cannot be verified. "
-        "Allow dynamic skills in the configuration only if you trust the server."
+        "Allow dynamic skills (HostConfig.unsafe_allow_dynamic) only if you trust the server."
+    )
+    default_command_hint = (
+        "The server marks this skill as dynamic, so its content cannot be verified; "
+        "the skillward command does not load dynamic skills."
     )
 
 
@@ -329,7 +365,10 @@ class ApprovalRequired(SkillwardError):
     """A person has to approve this before it happens."""
 
     exit_code = 3
-    default_hint = "Review the skill and approve it, for example with --approve-once."
+    default_hint = "Review the skill and approve it through the host's approver."
+    default_command_hint = (
+        "Review the skill and approve it: `skillward approve REF`, or load it with --approve-once."
+    )
 
 
 class ApprovalDenied(ApprovalRequired):
@@ -412,13 +451,15 @@ class UnlistedResource(UsageError):
     lists; anything else is refused before any request is sent.
     """
 
-    default_hint = "Use one of the files the skill lists (skillward show REF lists them)."
+    default_hint = "Use one of the files the skill's entry lists."
+    default_command_hint = "Use one of the files the skill lists (skillward show REF lists them)."
 
 
 class SkillNotActive(UsageError):
     """A file of a skill that is not loaded; its files are read only while it is active."""
 
     default_hint = "Load the skill first (the read_skill tool, or SkillHost.activate)."
+    default_command_hint = "Read a skill's files with `skillward read REF PATH`."
 
 
 class AmbiguousName(UsageError):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import mcp_types as types
@@ -134,7 +134,8 @@ class _GatewayServer(Server[Any]):
 
 
 class Gateway:
-    """The MCP server over ``host`` (entered and connected by the caller)."""
+    """The MCP server over ``host`` (entered and connected by the caller). ``notes``
+    go with every catalog it gives, in its instructions and ``list_skills``."""
 
     def __init__(
         self,
@@ -147,8 +148,10 @@ class Gateway:
         version: str = "",
         key: Callable[[ServerRequestContext[Any, Any]], str] = session_key,
         pages: ApprovalPages | None = None,
+        notes: Sequence[str] = (),
     ) -> None:
         self.host = host
+        self.notes = [CATALOG_NOTE, *notes]
         #: The one-time approval pages, for clients that declare URL-mode elicitation.
         self.pages = pages
         self._key = key
@@ -190,7 +193,7 @@ class Gateway:
         items = self.host.catalog()
         shown = len(items)
         while shown >= 0:
-            text = with_notes(catalog_block(items[:shown]), [CATALOG_NOTE]).text()
+            text = with_notes(catalog_block(items[:shown]), self.notes).text()
             more = len(items) - shown
             tail = f"\n({more} more skills: call list_skills.)" if more else ""
             if len(head) + len(text) + len(tail) + 2 <= _MAX_INSTRUCTIONS or shown == 0:
@@ -247,7 +250,7 @@ class Gateway:
     ) -> types.CallToolResult | types.InputRequiredResult:
         arguments = params.arguments or {}
         if params.name == "list_skills":
-            return result(with_notes(session.host.catalog_block(), [CATALOG_NOTE]))
+            return result(with_notes(session.host.catalog_block(), self.notes))
         if params.name == "read_skill":
             ref = string_argument(arguments, "ref", MAX_REF)
             return await self._read_skill(ctx, session, ref, params)

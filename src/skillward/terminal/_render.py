@@ -83,12 +83,14 @@ def origin_heading(summary: OriginSummary) -> Text:
     return heading
 
 
-def error_json(error: SkillwardError) -> dict[str, object]:
-    """An error as ``--json`` prints it: its type, one-line text, hint and exit code."""
+def error_json(error: SkillwardError, *, command_line: bool = False) -> dict[str, object]:
+    """An error as ``--json`` prints it: its type, one-line text, hint and exit code;
+    ``command_line``: the hint as the ``skillward`` command gives it."""
+    hint = error.command_hint if command_line else error.hint
     return {
         "error": type(error).__name__,
         "message": str(error),
-        "hint": printable(error.hint, limit=500) if error.hint else None,
+        "hint": printable(hint, limit=500) if hint else None,
         "server": error.server,
         "uri": printable(error.uri) if error.uri is not None else None,
         "exit_code": error.exit_code,

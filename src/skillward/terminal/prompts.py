@@ -66,14 +66,22 @@ class Terminal:
 
     Text wraps at the terminal's width and is never cropped; context blocks and JSON
     are printed verbatim, unwrapped. With ``json_errors``, errors are JSON on stderr.
+    With ``command_line`` it speaks for the ``skillward`` command: an error's hint is
+    the one worded for it (``SkillwardError.command_hint``).
     """
 
     def __init__(
-        self, out: TextIO | None = None, err: TextIO | None = None, *, json_errors: bool = False
+        self,
+        out: TextIO | None = None,
+        err: TextIO | None = None,
+        *,
+        json_errors: bool = False,
+        command_line: bool = False,
     ) -> None:
         self.out = SafeConsole(file=out or sys.stdout, highlight=False, emoji=False)
         self.err = SafeConsole(file=err or sys.stderr, highlight=False, emoji=False)
         self.json_errors = json_errors
+        self.command_line = command_line
 
     def json(self, data: object) -> None:
         self.out.print(json.dumps(data, indent=2, ensure_ascii=False), markup=False, soft_wrap=True)
@@ -121,11 +129,12 @@ class Terminal:
 
     def error(self, error: SkillwardError) -> None:
         if self.json_errors:
-            self.json_error(error_json(error))
+            self.json_error(error_json(error, command_line=self.command_line))
             return
         line = f"[red]skillward:[/red] {safe(str(error), 2000)}"
-        if error.hint:
-            line += f"\n  [dim]hint: {safe(error.hint, 500)}[/dim]"
+        hint = error.command_hint if self.command_line else error.hint
+        if hint:
+            line += f"\n  [dim]hint: {safe(hint, 500)}[/dim]"
         # One line each, for the error and its hint: the terminal wraps, grep still matches.
         self.err.print(line, soft_wrap=True)
 
