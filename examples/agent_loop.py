@@ -5,15 +5,16 @@ A scripted "model" works through five steps, every one of them a tool call hande
 
 1. it reads the catalog in its system prompt;
 2. it loads a skill (``read_skill``);
-3. it reads one of the skill's files (``read_resource``);
-4. it tries to read from another server (a cross-origin read);
+3. it reads one of the skill's files (``read_skill_file``, by the path the skill lists);
+4. it tries to read a file of another server's skill, which it never loaded;
 5. it tries to run the skill's script with the host's ``bash`` tool, twice.
 
 Two ``skillward serve`` processes are connected over stdio: ``examples`` (the bundled
 example skills) and ``crm`` (a small skill made here). The person deciding is scripted
-too (``ScriptedPerson``): they approve loading one skill, once, refuse the cross-origin
-read, refuse the first run and allow the second, once. Every decision is printed as
-the audit trail records it (the ``skillward.audit`` logger).
+too (``ScriptedPerson``): they approve loading one skill, once, refuse the first run and
+allow the second, once. The model has no tool that takes a URI, so nothing it reads can
+steer it to another server. Every decision is printed as the audit trail records it (the
+``skillward.audit`` logger).
 
 Run it from a checkout, with skillward installed::
 
@@ -36,7 +37,6 @@ import anyio
 from skillward import (
     ActivationRequest,
     ContextBlock,
-    CrossOriginRequest,
     Decision,
     ExecutionRequest,
     HostConfig,
@@ -50,9 +50,9 @@ EXECUTION_TOOLS = ("bash",)
 
 #: What the "model" asks for, in order: (tool name, arguments).
 MODEL_CALLS: list[tuple[str, dict[str, Any]]] = [
-    ("read_skill", {"name": "examples:pdf-processing"}),
-    ("read_resource", {"server": "examples", "uri": "skill://pdf-processing/references/FORMS.md"}),
-    ("read_resource", {"server": "crm", "uri": "skill://crm/exports/customers.csv"}),
+    ("read_skill", {"ref": "examples:pdf-processing"}),
+    ("read_skill_file", {"ref": "examples:pdf-processing", "path": "references/FORMS.md"}),
+    ("read_skill_file", {"ref": "crm:crm-lookup", "path": "exports/customers.csv"}),
     ("bash", {"command": "python scripts/extract.py report.pdf"}),
     ("bash", {"command": "python scripts/extract.py report.pdf"}),
 ]
@@ -70,9 +70,9 @@ Search by name, then show the account's open tickets.
 class ScriptedPerson:
     """Stands in for the person a real host would ask (a dialog, a terminal prompt).
 
-    It is the approver and both gates: each ``decide`` receives what a person would be
-    shown, and answers. Replace it with ``ApprovalBook(TerminalApprover(...))``,
-    ``TerminalExecutionGate`` and ``TerminalCrossOriginGate`` for a terminal host.
+    It is the approver: each ``decide`` receives what a person would be shown, and
+    answers. Replace it with ``ApprovalBook(TerminalApprover(...))`` for a terminal host
+    (and ``ScriptedExecution`` below with ``TerminalExecutionGate``).
     """
 
     def __init__(self, approve: str) -> None:
@@ -107,17 +107,6 @@ class ScriptedExecution:
             f"  person: run {request.tool} {request.detail} while acting on {where}? {answer.value}"
         )
         return answer
-
-
-class ScriptedCrossOrigin:
-    """Refuses: nothing in this task needs another server."""
-
-    async def decide(self, request: CrossOriginRequest) -> Decision:
-        print(
-            f"  person: read {request.uri} from server {request.target!r} while text from "
-            f"{', '.join(request.acting)} is in context? deny"
-        )
-        return Decision.DENY
 
 
 def show(block: ContextBlock | None, tool: str) -> None:
@@ -158,11 +147,10 @@ async def main(crm: Path) -> None:
         config=config,
         approver=ScriptedPerson(approve="pdf-processing"),
         execution=ScriptedExecution(),
-        cross_origin=ScriptedCrossOrigin(),
     ) as host:
         await host.connect(serve("examples"))
         await host.connect(serve("crm", str(crm)))
-        # What a real host registers with its model: skillward's two tools and its own.
+        # What a real host registers with its model: skillward's tools and its own.
         tools = [t["name"] for t in host.tool_definitions(style="anthropic")]
         print(f"model tools: {', '.join([*tools, *EXECUTION_TOOLS])}")
 
@@ -173,7 +161,7 @@ async def main(crm: Path) -> None:
         steps = [
             "load the skill",
             "read a file the skill lists",
-            "read from another server (cross-origin)",
+            "read a file of another server's skill it never loaded",
             "run the skill's script",
             "run it again",
         ]

@@ -5,14 +5,14 @@ functions. ``SyncSkillHost`` has ``SkillHost``'s methods as blocking calls; the 
 host runs on a private event loop in a thread of its own, so the same host may serve
 several threads at once, as a web server's handlers do.
 
-Here the "model" speaks the OpenAI Responses API: skillward's two tools are registered
+Here the "model" speaks the OpenAI Responses API: skillward's tools are registered
 in its flat function shape (``tool_definitions(style="openai-responses")``), each
 ``function_call`` item the model emits goes to ``handle_tool_call(name, arguments)``,
 and the block's text goes back as a ``function_call_output`` item. Two requests arrive
 at once, each handled in its own thread with the one host:
 
 1. one loads a skill and reads a file the skill lists;
-2. one asks for a skill the catalog does not show, and for a server no one connected.
+2. one asks for a skill the catalog does not show, and for a file of another.
 
 The person approving is scripted (``ScriptedPerson``): seams stay ``async def decide``,
 as for ``SkillHost``, and run on the host's event loop.
@@ -40,18 +40,15 @@ from skillward import (
 #: What the "model" emits for each request: Responses API ``function_call`` items.
 REQUESTS: dict[str, list[dict[str, Any]]] = {
     "request 1": [
-        {"name": "read_skill", "arguments": {"name": "pdf-processing"}},
+        {"name": "read_skill", "arguments": {"ref": "pdf-processing"}},
         {
-            "name": "read_resource",
-            "arguments": {
-                "server": "examples",
-                "uri": "skill://pdf-processing/references/FORMS.md",
-            },
+            "name": "read_skill_file",
+            "arguments": {"ref": "pdf-processing", "path": "references/FORMS.md"},
         },
     ],
     "request 2": [
-        {"name": "read_skill", "arguments": {"name": "no-such-skill"}},
-        {"name": "read_resource", "arguments": {"server": "nowhere", "uri": "skill://x/y.md"}},
+        {"name": "read_skill", "arguments": {"ref": "no-such-skill"}},
+        {"name": "read_skill_file", "arguments": {"ref": "nowhere:x", "path": "y.md"}},
     ],
 }
 

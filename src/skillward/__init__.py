@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from skillward.core.labels import normalise_label
     from skillward.core.origins import Origin, SkillKey
     from skillward.core.registry import Collision, Declined, SkillRecord
+    from skillward.core.tools import ToolSet
     from skillward.core.uris import ResourceUri, SkillRoot, parse_uri, resolve_reference
     from skillward.core.wire import SkillEntry, SkillsPage, parse_entry, parse_skills_page
     from skillward.edge._local import LocalSkillDir, default_local_dirs
@@ -237,6 +238,7 @@ __all__ = [
     "TerminalApprover",
     "TerminalCrossOriginGate",
     "TerminalExecutionGate",
+    "ToolSet",
     "ToolStyle",
     "TransportError",
     "UnknownServer",
@@ -310,6 +312,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "skillward.core.labels": ("normalise_label",),
     "skillward.core.origins": ("Origin", "SkillKey"),
     "skillward.core.registry": ("Collision", "Declined", "SkillRecord"),
+    "skillward.core.tools": ("ToolSet",),
     "skillward.core.uris": ("ResourceUri", "SkillRoot", "parse_uri", "resolve_reference"),
     "skillward.core.wire": ("SkillEntry", "SkillsPage", "parse_entry", "parse_skills_page"),
     "skillward.edge._local": ("LocalSkillDir", "default_local_dirs"),

@@ -37,9 +37,12 @@ def test_the_agent_loop_example_runs_every_step_through_handle_tool_call() -> No
     assert "pdf-processing  (mcp examples)" in out
     assert "result: a skill block from mcp:examples, trust=untrusted" in out
     assert "tools granted to the model while it acts on the skill: none" in out
+    assert "model tools: list_skills, read_skill, read_skill_file, bash" in out
     assert "result: a file block from mcp:examples" in out
-    assert "audit: gate denied cross_origin examples target=crm" in out
-    assert "CrossOriginDenied" in out
+    # The model names no URI: another server's skill it never loaded reads nothing.
+    assert "result: an error block from mcp:crm" in out
+    assert "SkillNotActive" in out
+    assert "read_resource" not in out
     assert "audit: gate denied execution examples skill://pdf-processing/SKILL.md tool=bash" in out
     assert "ExecutionDenied" in out
     assert "audit: gate allowed execution" in out
@@ -51,15 +54,18 @@ def test_the_sync_example_answers_two_threads_at_once_in_the_responses_api_shape
     lines = out.splitlines()
     assert (
         lines[0]
-        == "tools for the Responses API: read_skill (strict=True), read_resource (strict=True)"
+        == "tools for the Responses API: list_skills (strict=True), read_skill (strict=True), "
+        "read_skill_file (strict=True)"
     )
     assert "pdf-processing" in lines[1]
     first = lines.index("request 1")
     assert lines[first + 1].startswith("  read_skill -> a skill block from mcp:examples: ")
-    assert lines[first + 2].startswith("  read_resource -> a file block from mcp:examples: # Forms")
+    assert lines[first + 2].startswith(
+        "  read_skill_file -> a file block from mcp:examples: # Forms"
+    )
     second = lines.index("request 2")
     assert "an error block from host: SkillNotFound" in lines[second + 1]
-    assert "an error block from host: UnknownServer" in lines[second + 2]
+    assert "an error block from host: SkillNotFound" in lines[second + 2]
     assert lines[-1].startswith("closed:")
 
 

@@ -241,7 +241,7 @@ async def test_a_nested_skill_md_read_through_its_parent_is_a_file_with_inert_fr
     async with world.host(grant(Scope.REMEMBER)) as host:
         await host.activate("a:deploy")
         block = await host.handle_tool_call(
-            "read_resource", {"server": "a", "uri": "skill://deploy/child/SKILL.md"}
+            "read_skill_file", {"ref": "a:deploy", "path": "child/SKILL.md"}
         )
         active = [a.record.name for a in host.active()]
         tools = host.granted_tools()
@@ -286,12 +286,12 @@ async def test_hooks_scripts_and_bang_lines_never_run(world: World, tmp_path: Pa
     gate = Execution(Decision.APPROVE)
     everything = Answer(Decision.APPROVE, Scope.REMEMBER, Grants(tools=("Bash",), execution=True))
     async with world.host(everything, yes(Scope.ONCE), execution=gate, config=config) as host:
-        skill = await host.handle_tool_call("read_skill", {"name": "a:hooked"})
+        skill = await host.handle_tool_call("read_skill", {"ref": "a:hooked"})
         script = await host.handle_tool_call(
-            "read_resource", {"server": "a", "uri": "skill://hooked/scripts/setup.sh"}
+            "read_skill_file", {"ref": "a:hooked", "path": "scripts/setup.sh"}
         )
         ran = await host.handle_tool_call("bash", {"command": "sh scripts/setup.sh"})
-        local_skill = await host.handle_tool_call("read_skill", {"name": "project:hooked"})
+        local_skill = await host.handle_tool_call("read_skill", {"ref": "project:hooked"})
         local_script = await host.read_file("project:hooked", "scripts/setup.sh")
     assert skill is not None
     assert skill.kind == "skill"
@@ -458,14 +458,14 @@ async def test_handle_tool_call_gates_execution_tools_and_never_raises(world: Wo
     async with world.host(yes(Scope.ONCE), config=config) as host:
         assert await host.handle_tool_call("bash", {"command": "ls"}) is None  # nothing acts
         assert await host.handle_tool_call("web_search", {"q": "x"}) is None  # not ours
-        skill = await host.handle_tool_call("read_skill", json.dumps({"name": "a:deploy"}))
+        skill = await host.handle_tool_call("read_skill", json.dumps({"ref": "a:deploy"}))
         refused = await host.handle_tool_call("bash", '{"command": "sh scripts/ship.sh"}')
         other = await host.handle_tool_call("web_search", {"q": "x"})
         bad = [
             await host.handle_tool_call("read_skill", "not json"),
             await host.handle_tool_call("read_skill", ["a:deploy"]),  # type: ignore[arg-type]
-            await host.handle_tool_call("read_skill", {"name": 3}),
-            await host.handle_tool_call("read_resource", {"server": "a"}),
+            await host.handle_tool_call("read_skill", {"ref": 3}),
+            await host.handle_tool_call("read_skill_file", {"ref": "a:deploy"}),
             await host.handle_tool_call(None, {}),  # type: ignore[arg-type]
             await host.handle_tool_call("python", "[1, 2]"),
             await host.handle_tool_call("bash", "[" * 100_000 + "]" * 100_000),  # too deep
@@ -486,7 +486,7 @@ async def test_handle_tool_call_gates_execution_tools_and_never_raises(world: Wo
 
 def test_execution_tools_cannot_be_skillwards_own_tools_or_one_string() -> None:
     with pytest.raises(ConfigError):
-        HostConfig(execution_tools=("read_resource",))
+        HostConfig(execution_tools=("read_skill_file",))
     with pytest.raises(ConfigError):
         HostConfig(execution_tools="bash")  # type: ignore[arg-type]
     assert HostConfig(execution_tools=["bash"]).execution_tools == ("bash",)  # type: ignore[arg-type]

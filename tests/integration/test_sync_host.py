@@ -232,6 +232,8 @@ def test_async_code_is_told_to_use_skillhost_instead_of_blocking_its_loop(
     async def from_async_code() -> None:
         with pytest.raises(UsageError, match="use SkillHost"):
             host.catalog()
+        with pytest.raises(UsageError, match="use SkillHost"):  # as its docstring says
+            host.handle_tool_call("read_skill", {"ref": "skill-0"})
         with pytest.raises(UsageError, match="use SkillHost"):
             SyncSkillHost()
 

@@ -36,14 +36,15 @@ def serve(label: str, skills: Path) -> ServerSpec:
 async def main(skills: Path, action: str, value: str) -> None:
     terminal = Terminal()
     async with SkillHost(
-        config=HostConfig(execution_tools=("bash",)),
+        # The model may read by URI here, so that a read of crm asks the cross-origin gate.
+        config=HostConfig(execution_tools=("bash",), allow_uri_lookups=True),
         approver=ApproveOnce({DEPLOY}),
         execution=TerminalExecutionGate(terminal),
         cross_origin=TerminalCrossOriginGate(terminal),
     ) as host:
         await host.connect(serve("team", skills))
         await host.connect(serve("crm", skills))
-        loaded = await host.handle_tool_call("read_skill", {"name": "team:deploy"})
+        loaded = await host.handle_tool_call("read_skill", {"ref": "team:deploy"})
         assert loaded is not None
         assert loaded.kind == "skill", loaded
         if action == "run":

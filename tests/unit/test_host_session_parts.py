@@ -207,15 +207,15 @@ async def test_a_read_under_an_active_skill_is_held_to_its_pinned_entry(tmp_path
 async def test_the_tools_offer_the_catalogs_refs_and_answer_in_blocks(tmp_path: Path) -> None:
     async with parts(tmp_path) as p:
         tools = p.tools()
-        [read_skill, _] = tools.tool_definitions("anthropic")
-        refs = read_skill["input_schema"]["properties"]["name"]["enum"]
+        [_, read_skill, _] = tools.tool_definitions("anthropic")
+        refs = read_skill["input_schema"]["properties"]["ref"]["enum"]
         assert "good" in refs
         assert p.window.context_origins() == {"hostile", "trusted"}  # shown, so in context
         assert await tools.handle_tool_call("someone_elses_tool", {}) is None
         bad = await tools.handle_tool_call("read_skill", "[not an object")
         assert bad is not None
         assert bad.trust == "host"
-        block = await tools.handle_tool_call("read_skill", {"name": "good"})
+        block = await tools.handle_tool_call("read_skill", {"ref": "good"})
         assert block is not None
         assert block.kind == "skill"
         assert [a.record.name for a in p.window.active()] == ["good"]

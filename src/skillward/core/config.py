@@ -117,6 +117,10 @@ class Limits:
     #: longer one is not asked there (the approval page and ``skillward approve`` show
     #: it whole).
     max_shown_question: int = 16 * 1024
+    #: Bytes the ``enum`` of refs takes in the model tools' schemas, as JSON, over both
+    #: tools that take a ref: past it the enum is left out (the model calls
+    #: ``list_skills``), so a catalog of thousands of skills costs no schema that size.
+    max_tool_enum_bytes: int = 16 * 1024
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):

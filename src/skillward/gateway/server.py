@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import mcp_types as types
@@ -31,15 +31,13 @@ from skillward.core.errors import (
     AmbiguousName,
     ApprovalDenied,
     ApprovalRequired,
-    ReactivationRequired,
     SkillNotFound,
     SkillwardError,
     UnknownServer,
-    UnlistedResource,
     UsageError,
 )
 from skillward.core.registry import SkillRecord, parse_reference
-from skillward.core.uris import parse_uri
+from skillward.core.tools import DATA, LIST_SKILLS, READ_SKILL
 from skillward.gateway._approval import (
     StateCodec,
     answer_for,
@@ -56,16 +54,10 @@ from skillward.gateway._asking import (
 from skillward.gateway._page import ApprovalPages
 from skillward.gateway._sessions import ClientSession, Sessions
 from skillward.gateway._tools import (
-    CATALOG_NOTE,
-    DATA,
-    FILES_NOTE,
-    MAX_PATH,
-    MAX_REF,
     NO_TOOLS,
-    TOOL_NAMES,
+    gateway_tools,
     host_error,
     result,
-    string_argument,
     tools,
     with_notes,
 )
@@ -74,7 +66,7 @@ from skillward.host.types import Activation
 from skillward.trust.approvals import Approved, Changed, content_hash
 from skillward.trust.audit import as_client
 
-__all__ = ["TOOL_NAMES", "Gateway", "serve_stdio", "session_key"]
+__all__ = ["Gateway", "serve_stdio", "session_key"]
 
 logger = logging.getLogger("skillward")
 
@@ -134,8 +126,7 @@ class _GatewayServer(Server[Any]):
 
 
 class Gateway:
-    """The MCP server over ``host`` (entered and connected by the caller). ``notes``
-    go with every catalog it gives, in its instructions and ``list_skills``."""
+    """The MCP server over ``host`` (entered and connected by the caller)."""
 
     def __init__(
         self,
@@ -148,10 +139,8 @@ class Gateway:
         version: str = "",
         key: Callable[[ServerRequestContext[Any, Any]], str] = session_key,
         pages: ApprovalPages | None = None,
-        notes: Sequence[str] = (),
     ) -> None:
         self.host = host
-        self.notes = [CATALOG_NOTE, *notes]
         #: The one-time approval pages, for clients that declare URL-mode elicitation.
         self.pages = pages
         self._key = key
@@ -185,17 +174,19 @@ class Gateway:
 
     def instructions(self) -> str:
         """What the server's instructions carry: how to use it, and the catalog, bounded."""
+        offered = gateway_tools(self.host.config)
         head = (
             "skillward gateway: verified skills from the user's MCP servers and skill "
-            "folders. Call list_skills for the catalog, read_skill to load a skill (the "
-            "person approves it), read_skill_file for its files. " + DATA
+            f"folders. Call {offered.list_skills} for the catalog, {offered.read_skill} to "
+            f"load a skill (the person approves it), {offered.read_skill_file} for its "
+            f"files. {DATA}"
         )
         items = self.host.catalog()
         shown = len(items)
         while shown >= 0:
-            text = with_notes(catalog_block(items[:shown]), self.notes).text()
+            text = catalog_block(items[:shown], tools=offered).text()
             more = len(items) - shown
-            tail = f"\n({more} more skills: call list_skills.)" if more else ""
+            tail = f"\n({more} more skills: call {offered.list_skills}.)" if more else ""
             if len(head) + len(text) + len(tail) + 2 <= _MAX_INSTRUCTIONS or shown == 0:
                 return f"{head}\n\n{text}{tail}"
             shown = max(0, shown - max(1, shown // 4))
@@ -226,7 +217,8 @@ class Gateway:
             connection = getattr(ctx.session, "_connection", None)
             if connection is not None:
                 self._listeners.add(connection)
-        return types.ListToolsResult(tools=tools(self._refs))
+        offered = gateway_tools(self.host.config)
+        return types.ListToolsResult(tools=tools(offered, self._refs, self.host.limits))
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -248,19 +240,16 @@ class Gateway:
         session: ClientSession,
         params: types.CallToolRequestParams,
     ) -> types.CallToolResult | types.InputRequiredResult:
-        arguments = params.arguments or {}
-        if params.name == "list_skills":
-            return result(with_notes(session.host.catalog_block(), self.notes))
-        if params.name == "read_skill":
-            ref = string_argument(arguments, "ref", MAX_REF)
-            return await self._read_skill(ctx, session, ref, params)
-        if params.name == "read_skill_file":
-            ref = string_argument(arguments, "ref", MAX_REF)
-            path = string_argument(arguments, "path", MAX_PATH)
-            return await self._read_file(session, ref, path)
-        raise UsageError(
-            "the gateway has no such tool; use list_skills, read_skill or read_skill_file"
-        )
+        offered = gateway_tools(self.host.config)
+        call = offered.read_call(params.name, params.arguments, limits=self.host.limits)
+        if call is None:
+            raise UsageError(f"the gateway has no such tool; use {', '.join(offered.names())}")
+        tool, arguments = call
+        if tool == LIST_SKILLS:
+            return result(session.host.catalog_block())
+        if tool == READ_SKILL:
+            return await self._read_skill(ctx, session, arguments["ref"], params)
+        return await self._read_file(session, arguments["ref"], arguments["path"])
 
     def _record(self, session: ClientSession, ref: str) -> SkillRecord:
         """The catalog skill ``ref`` names; the error quotes nothing the model passed."""
@@ -418,10 +407,7 @@ class Gateway:
         if block.kind != "skill":
             return result(block)
         activation = self._activation(session, record)
-        notes = [NO_TOOLS]
-        if record.origin.is_mcp:
-            notes.append(FILES_NOTE)
-        block = with_notes(block, notes)
+        block = with_notes(block, [NO_TOOLS])
         meta: dict[str, Any] = {"ref": qualified}
         if activation is not None:
             meta["manifest_hash"] = activation.content_hash
@@ -436,53 +422,17 @@ class Gateway:
     # --- read_skill_file -----------------------------------------------------------------
 
     async def _read_file(self, session: ClientSession, ref: str, path: str) -> types.CallToolResult:
+        # The library's read_skill_file: only a path the held manifest of a skill this
+        # session loaded lists, compared exactly; nothing the model wrote becomes a URI.
+        block = await session.host.read_skill_file_block(ref, path)
+        if block.kind != "file":
+            return result(block)
         record = self._record(session, ref)
         activation = self._activation(session, record)
-        if activation is None:
-            raise UsageError(
-                "that skill is not loaded in this session; call read_skill with its ref first"
-            )
-        qualified = session.host.registry.qualified_ref(record)
-        unlisted = UnlistedResource(
-            f"skill {qualified!r} lists no file at that path; pass a path exactly as its "
-            "skill block lists it",
-            server=record.origin.label,
-            uri=record.key.locator,
-        )
-        if activation.ended is not None:
-            return self._origin_error(
-                ReactivationRequired(
-                    f"skill {qualified!r} failed verification after it was loaded; nothing "
-                    "more is read under it. Load it again with read_skill",
-                    server=record.origin.label,
-                    uri=record.key.locator,
-                ),
-                record,
-            )
-        entry = activation.entry
-        meta: dict[str, Any] = {"ref": qualified, "manifest_hash": activation.content_hash}
-        if entry is None:  # a local skill: the files its block listed
-            if path not in activation.block.files:
-                return self._origin_error(unlisted, record)
-            try:
-                block = await session.host.read_file(qualified, path)
-            except SkillwardError as error:
-                return self._origin_error(error, record)
-            return result(block, meta)
-        # Only the held manifest's own paths: nothing the model wrote becomes a URI.
-        paths = {entry.root.file_path(parse_uri(uri)): uri for uri in entry.manifest}
-        uri = paths.get(path)
-        if uri is None or uri == entry.uri:
-            if uri == entry.uri:
-                return self._origin_error(
-                    UsageError(
-                        f"SKILL.md of {qualified!r} is loaded with read_skill",
-                        server=record.origin.label,
-                    ),
-                    record,
-                )
-            return self._origin_error(unlisted, record)
-        block = await session.host.read_resource_block(record.origin.label, uri)
+        meta = {
+            "ref": session.host.registry.qualified_ref(record),
+            "manifest_hash": activation.content_hash if activation is not None else None,
+        }
         return result(block, meta)
 
 

@@ -1,8 +1,9 @@
-"""The read paths of one session: a skill's file by path (``read_file``), and the
-model's ``read_resource``. A read under an active skill is held to its pinned entry
-and verified; a file of a skill that is not active is refused; any other resource is
-an ordinary read, asked through the cross-origin gate whenever another server's text
-is in context.
+"""The read paths of one session: a skill's file by path (``read_file``), the model's
+``read_skill_file`` (a file a loaded skill lists, by its listed path) and its
+``read_resource``. A read under an active skill is held to its pinned entry and
+verified; a file of a skill that is not active is refused; any other resource is an
+ordinary read, asked through the cross-origin gate whenever another server's text is in
+context.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from skillward.core.errors import (
     ServerRejected,
     SkillNotActive,
     UnlistedResource,
+    UsageError,
 )
 from skillward.core.origins import Origin
 from skillward.core.registry import SkillRecord
@@ -83,6 +85,52 @@ class Reads:
             # Not a file of an active skill: the same origin binding as read_resource.
             await self._gates.check_cross_origin(record.origin.label, uri)
         return await self._read_skill_file(record, entry, uri)
+
+    async def read_listed_file(self, record: SkillRecord, path: str) -> ContextBlock:
+        """The model's ``read_skill_file``: a file of a skill loaded in this session, found
+        by ``path`` among the paths its held manifest lists, compared exactly (T49).
+
+        ``path`` only selects a listed file: it never becomes a URI or a path itself, so
+        ``..``, encoded separators, absolute paths and URIs read nothing. A skill not
+        loaded here, or whose content ended, reads nothing either.
+        """
+        self._window.check_open()
+        read_skill = self._window.tools.read_skill
+        async with self._activator.lock(record):
+            ref = self._shared.registry.qualified_ref(record)
+            label, locator = record.origin.label, record.key.locator
+            activation = self._window.get(record.key)
+            if activation is None:
+                raise SkillNotActive(
+                    f"skill {ref!r} is not loaded in this session; call {read_skill} with its "
+                    "ref first",
+                    server=label,
+                    uri=locator,
+                    local=not record.origin.is_mcp,
+                )
+            if activation.ended is not None:
+                raise self._activator.ended(activation, locator)
+            unlisted = UnlistedResource(
+                f"skill {ref!r} lists no file at that path; pass a path exactly as its skill "
+                "block lists it",
+                server=label,
+                uri=locator,
+                local=not record.origin.is_mcp,
+            )
+            entry = activation.entry
+            if entry is None:  # a local skill: the files its block listed
+                if path not in activation.block.files:
+                    raise unlisted
+                return await self._read_file(record, path)
+            listed = {entry.root.file_path(parse_uri(uri)): uri for uri in entry.manifest}
+            uri = listed.get(path)
+            if uri is None:
+                raise unlisted
+            if uri == entry.uri:
+                raise UsageError(
+                    f"SKILL.md of skill {ref!r} is loaded with {read_skill}", server=label
+                )
+            return await self._read_skill_file(record, entry, uri)
 
     def _unlisted(self, record: SkillRecord, entry: SkillEntry, uri: str) -> UnlistedResource:
         files = sorted(entry.root.file_path(parse_uri(u)) for u in entry.manifest)

@@ -1,20 +1,19 @@
-"""The model's tools for one session: ``read_skill`` and ``read_resource`` (as blocks
-that never raise: an error becomes a block tagged with the origin whose text it may
-quote), the code-execution tools a host names (gated), one call for a host's tool
-loop, the catalog, and the tools' definitions in each API's shape.
+"""The model's tools for one session, as :class:`~skillward.core.tools.ToolSet` defines
+them: ``list_skills``, ``read_skill``, ``read_skill_file`` and, where the host lets the
+model name URIs, ``read_resource`` (as blocks that never raise: an error becomes a block
+tagged with the origin whose text it may quote); the code-execution tools a host names
+(gated); one call for a host's tool loop; the catalog; and the tools' definitions in
+each API's shape.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 from collections.abc import Mapping
 from typing import Any
 
 from skillward.core.context import (
-    READ_RESOURCE_TOOL,
-    READ_SKILL_TOOL,
     CatalogItem,
     ContextBlock,
     catalog_block,
@@ -30,30 +29,23 @@ from skillward.core.errors import (
 )
 from skillward.core.origins import Origin
 from skillward.core.registry import SkillRecord, parse_reference
+from skillward.core.tools import (
+    LIST_SKILLS,
+    READ_RESOURCE,
+    READ_SKILL,
+    ToolStyle,
+    call_arguments,
+)
 from skillward.host._activation import Activator
 from skillward.host._gates import Gates
 from skillward.host._reads import Reads
 from skillward.host._shared import Shared
 from skillward.host._window import ActingWindow
-from skillward.host.types import TOOL_SCHEMAS, ToolStyle
+from skillward.host.types import Activation
 
 __all__ = ["Tools"]
 
 logger = logging.getLogger("skillward")
-
-
-def _tool_arguments(arguments: object) -> Mapping[str, Any]:
-    """A tool call's arguments: a mapping, a JSON object string, or nothing."""
-    if arguments is None:
-        return {}
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except (ValueError, RecursionError):  # the model may nest its arguments without end
-            raise UsageError("the tool arguments are not a JSON object") from None
-    if not isinstance(arguments, Mapping):
-        raise UsageError("the tool arguments are not a JSON object")
-    return arguments
 
 
 def _command(arguments: Mapping[str, Any]) -> str:
@@ -81,6 +73,7 @@ class Tools:
         self._activator = activator
         self._reads = reads
         self._gates = gates
+        self._names = window.tools
 
     def _origin(self, label: str) -> Origin | None:
         return self._shared.registry.find_origin(label)
@@ -102,12 +95,20 @@ class Tools:
 
     def catalog_block(self) -> ContextBlock:
         """The catalog for the model's context (omit it when ``catalog()`` is empty)."""
-        return self._window.emit(catalog_block(self.catalog()))
+        return self._window.emit(catalog_block(self.catalog(), tools=self._names))
 
-    async def read_skill_block(self, name: str) -> ContextBlock:
+    async def activate(self, record: SkillRecord, *, reuse: bool = False) -> Activation:
+        """Activate ``record`` (hold :meth:`Activator.lock`), as :meth:`held`."""
+        return self.held(await self._activator.activate(record, reuse=reuse))
+
+    def held(self, activation: Activation) -> Activation:
+        """``activation`` as the window holds it: its block naming the tools in force."""
+        return self._window.get(activation.record.key) or activation
+
+    async def read_skill_block(self, ref: str) -> ContextBlock:
         """``read_skill`` as a block (:meth:`SkillHost.read_skill_block`). Never raises."""
         try:
-            record = self._tool_record(name)
+            record = self._tool_record(ref)
         except SkillwardError as error:
             return self._tool_error(error, None, host_words=True)
         except Exception:
@@ -116,10 +117,10 @@ class Tools:
             return self._tool_error(failure, None, host_words=True)
         try:
             if record is None:  # an opted-in LABEL:URI lookup
-                record = await self._shared.lookup(name)
+                record = await self._shared.lookup(ref)
             async with self._activator.lock(record):
                 # A skill this context already acts on, unchanged, asks nobody again.
-                return (await self._activator.activate(record, reuse=True)).block
+                return (await self.activate(record, reuse=True)).block
         except SkillwardError as error:
             return self._tool_error(error, record.origin if record else None)
         except Exception:
@@ -127,28 +128,50 @@ class Tools:
             failure = UsageError("skillward failed to load the skill")
             return self._tool_error(failure, record.origin if record else None)
 
-    def _tool_record(self, name: object) -> SkillRecord | None:
-        """The catalog skill ``name`` names; None for an allowed ``LABEL:URI`` lookup."""
-        refuse = SkillNotFound(
-            "no skill in the catalog has that reference; pass a ref exactly as the catalog shows it"
-        )
-        if not isinstance(name, str):
+    async def read_skill_file_block(self, ref: str, path: str) -> ContextBlock:
+        """``read_skill_file`` as a block (:meth:`SkillHost.read_skill_file_block`). Never
+        raises."""
+        try:
+            record = self._tool_record(ref)
+        except SkillwardError as error:
+            return self._tool_error(error, None, host_words=True)
+        except Exception:
+            logger.exception("read_skill_file failed")
+            failure = UsageError("skillward failed to read the file")
+            return self._tool_error(failure, None, host_words=True)
+        if record is None:  # a LABEL:URI no listing mentions: no skill loaded here
+            missing = SkillNotFound(
+                "no skill loaded in this session has that ref; call "
+                f"{self._names.read_skill} with its ref first"
+            )
+            return self._tool_error(missing, None, host_words=True)
+        try:
+            return await self._reads.read_listed_file(record, path)
+        except SkillwardError as error:
+            return self._tool_error(error, record.origin)
+        except Exception:
+            logger.exception("read_skill_file failed")
+            return self._tool_error(UsageError("skillward failed to read the file"), record.origin)
+
+    def _tool_record(self, ref: object) -> SkillRecord | None:
+        """The catalog skill ``ref`` names; None for an allowed ``LABEL:URI`` lookup."""
+        shown = f"pass a ref exactly as {self._names.list_skills} shows it"
+        refuse = SkillNotFound(f"no skill in the catalog has that ref; {shown}")
+        if not isinstance(ref, str):
             raise refuse
         try:
-            ref = parse_reference(name)
+            reference = parse_reference(ref)
         except UsageError:
             raise refuse from None
         try:
-            record = self._shared.registry.resolve(ref)
+            record = self._shared.registry.resolve(reference)
         except AmbiguousName:
-            raise UsageError(
-                "that reference matches several skills; pass a ref exactly as the catalog shows it"
-            ) from None
+            raise UsageError(f"that ref matches several skills; {shown}") from None
         except (SkillNotFound, UnknownServer):
             if (
                 self._shared.config.allow_uri_lookups
-                and ref.kind == "uri"
-                and ref.label is not None
+                and reference.kind == "uri"
+                and reference.label is not None
             ):
                 return None
             raise refuse from None
@@ -191,32 +214,27 @@ class Tools:
         self, name: str, arguments: Mapping[str, Any] | str | None = None
     ) -> ContextBlock | None:
         """One call for a host's tool loop (:meth:`SkillHost.handle_tool_call`). Never raises."""
-        try:
-            args = _tool_arguments(arguments)
-        except UsageError as error:
-            return self._tool_error(error, None, host_words=True)
         if not isinstance(name, str):
             return self._tool_error(
                 UsageError("a tool call needs a tool name"), None, host_words=True
             )
-        if name == READ_SKILL_TOOL:
-            ref = args.get("name")
-            if not isinstance(ref, str):
-                return self._tool_error(
-                    UsageError("read_skill needs a string argument 'name'"), None, host_words=True
-                )
-            return await self.read_skill_block(ref)
-        if name == READ_RESOURCE_TOOL:
-            server, uri = args.get("server"), args.get("uri")
-            if not isinstance(server, str) or not isinstance(uri, str):
-                return self._tool_error(
-                    UsageError("read_resource needs string arguments 'server' and 'uri'"),
-                    None,
-                    host_words=True,
-                )
-            return await self.read_resource_block(server, uri)
-        if name not in self._shared.config.execution_tools:
-            return None
+        gated = name in self._shared.config.execution_tools
+        try:
+            call = self._names.read_call(name, arguments, limits=self._shared.limits)
+            args = call_arguments(arguments) if gated else {}
+        except UsageError as error:
+            return self._tool_error(error, None, host_words=True)
+        if call is not None:
+            tool, taken = call
+            if tool == LIST_SKILLS:
+                return self.catalog_block()
+            if tool == READ_SKILL:
+                return await self.read_skill_block(taken["ref"])
+            if tool == READ_RESOURCE:
+                return await self.read_resource_block(taken["server"], taken["uri"])
+            return await self.read_skill_file_block(taken["ref"], taken["path"])
+        if not gated:
+            return None  # not skillward's, and not gated: nothing to add
         try:
             await self._gates.authorize_execution(name, detail=_command(args), arguments=args)
         except SkillwardError as error:
@@ -228,53 +246,6 @@ class Tools:
         return None
 
     def tool_definitions(self, style: ToolStyle = "mcp") -> list[dict[str, Any]]:
-        """The two tools in ``style``'s shape (:meth:`SkillHost.tool_definitions`)."""
+        """The tools offered, in ``style``'s shape (:meth:`SkillHost.tool_definitions`)."""
         refs = [item.ref for item in self.catalog()]
-        name: dict[str, Any] = {"type": "string", "description": "The skill reference"}
-        if refs:
-            name["enum"] = refs  # an empty enum is no valid schema: left out instead
-        read_skill = {
-            **TOOL_SCHEMAS["read_skill"],
-            "inputSchema": {"type": "object", "properties": {"name": name}, "required": ["name"]},
-        }
-        tools = [read_skill, TOOL_SCHEMAS["read_resource"]]
-        if style == "mcp":
-            return [copy.deepcopy(tool) for tool in tools]
-        if style == "anthropic":
-            return [
-                {
-                    "name": t["name"],
-                    "description": t["description"],
-                    "input_schema": copy.deepcopy(t["inputSchema"]),
-                }
-                for t in tools
-            ]
-        if style == "openai":
-            return [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": t["name"],
-                        "description": t["description"],
-                        "parameters": copy.deepcopy(t["inputSchema"]),
-                    },
-                }
-                for t in tools
-            ]
-        if style == "openai-responses":
-            return [
-                {
-                    "type": "function",
-                    "name": t["name"],
-                    "description": t["description"],
-                    "parameters": {
-                        **copy.deepcopy(t["inputSchema"]),
-                        "additionalProperties": False,
-                    },
-                    "strict": True,
-                }
-                for t in tools
-            ]
-        raise UsageError(
-            f"unknown tool style {style!r}; use 'mcp', 'anthropic', 'openai' or 'openai-responses'"
-        )
+        return self._names.definitions(refs, style, limits=self._shared.limits)

@@ -9,7 +9,8 @@ context); a failed verification only *ends* an activation's content
 server sends reaches a method that closes it.
 
 Every block handed to the model leaves through :meth:`ActingWindow.emit`, so the
-origins in context (for the cross-origin rule) are counted in one place. A window
+origins in context (for the cross-origin rule) are counted in one place, and every block
+names the model tools in force. A window
 that is :meth:`~ActingWindow.shut` (its session closed) takes no activation and hands
 out nothing more.
 """
@@ -25,6 +26,7 @@ import anyio
 from skillward.core.context import ContextBlock
 from skillward.core.errors import SkillwardError, UsageError
 from skillward.core.origins import SkillKey
+from skillward.core.tools import DEFAULT_TOOLS, ToolSet
 from skillward.host.types import Activation, ContextSink
 
 __all__ = ["ActingWindow"]
@@ -35,8 +37,10 @@ logger = logging.getLogger("skillward")
 class ActingWindow:
     """The activations of one model context, and what has reached it."""
 
-    def __init__(self, sink: ContextSink | None = None) -> None:
+    def __init__(self, sink: ContextSink | None = None, tools: ToolSet = DEFAULT_TOOLS) -> None:
         self._sink = sink
+        #: The model tools in force, which every block handed out names.
+        self.tools = tools
         self._activations: dict[SkillKey, Activation] = {}
         # MCP origins whose text has reached the model since the context was last reset.
         self._in_context: set[str] = set()
@@ -66,8 +70,12 @@ class ActingWindow:
         return list(self._activations.values())
 
     def open(self, activation: Activation) -> None:
-        """Act on ``activation`` (replacing an earlier one of the same skill)."""
+        """Act on ``activation`` (replacing an earlier one of the same skill); its block
+        names the tools in force."""
         self.check_open()
+        block = activation.block.naming(self.tools)
+        if block is not activation.block:
+            activation = dataclasses.replace(activation, block=block)
         self._activations[activation.record.key] = activation
 
     def end(self, key: SkillKey, error: SkillwardError, *, replace: bool = False) -> None:
@@ -125,9 +133,10 @@ class ActingWindow:
     # --- what reached the model -----------------------------------------------------------
 
     def emit(self, block: ContextBlock) -> ContextBlock:
-        """``block`` on its way to the model: its origins count as in context, and the
-        sink sees it."""
+        """``block`` on its way to the model, naming the tools in force: its origins count
+        as in context, and the sink sees it."""
         self.check_open()
+        block = block.naming(self.tools)
         origins = [block.origin, *(item.origin for item in block.items)]
         self.seen(o.label for o in origins if o is not None and o.is_mcp)
         if self._sink is not None:

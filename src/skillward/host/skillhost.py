@@ -1,15 +1,16 @@
 """SkillHost: what an agent host embeds to use skills from MCP servers safely.
 
 A host connects servers under labels of its own choosing, adds local skill
-directories, shows the model a catalog, and loads skills through
-:meth:`SkillHost.activate` (the ``read_skill`` tool) and reads their files
-through :meth:`SkillHost.read_resource` (the ``read_resource`` tool)::
+directories, shows the model a catalog, and gives it the tools of
+:meth:`SkillHost.tool_definitions`: ``list_skills``, ``read_skill`` (which loads a skill
+through :meth:`SkillHost.activate`) and ``read_skill_file`` (a file the loaded skill
+lists), each call answered by :meth:`SkillHost.handle_tool_call`::
 
     async with SkillHost(approver=my_approver) as host:
         await host.connect(ServerSpec(label="acme", transport=HttpTransport(url=...)))
         system_prompt += host.catalog_block().text()
         activation = await host.activate("refunds")        # verified, origin-tagged
-        block = await host.read_resource("acme", "skill://acme/billing/refunds/templates/email.md")
+        block = await host.read_file("refunds", "templates/email.md")
 
 What it guarantees:
 
@@ -171,7 +172,7 @@ class SkillHost:
         self.registry = shared.registry
         self.notes = shared.notes
         self._shared, self._owner = shared, owner
-        self._window = window = ActingWindow(sink)
+        self._window = window = ActingWindow(sink, shared.config.tools)
         self._activator = Activator(shared, window, approver)
         self._gates = Gates(
             shared, window, approver=approver, cross_origin=cross_origin, execution=execution
@@ -358,7 +359,7 @@ class SkillHost:
         """Load a skill: ask the approver, fetch SKILL.md, verify it, and tag it."""
         record = await self.lookup(reference)
         async with self._activator.lock(record):
-            return await self._activator.activate(record)
+            return await self._tools.activate(record)
 
     async def prepare(
         self, reference: str | SkillRecord, *, reuse: bool = False
@@ -387,7 +388,7 @@ class SkillHost:
         that does not approve, raises ApprovalDenied.
         """
         async with self._activator.lock(pending.request.record):
-            return await self._activator.load(pending, answer)
+            return self._tools.held(await self._activator.load(pending, answer))
 
     def granted_tools(self) -> tuple[str, ...]:
         """The tools to give the model now: those granted by the skills it is acting on.
@@ -409,19 +410,21 @@ class SkillHost:
         """
         self._window.close_all()
 
-    # --- reads (read_resource) ---------------------------------------------------------
+    # --- reads ------------------------------------------------------------------------
 
     async def read_file(self, reference: str, path: str) -> ContextBlock:
         """A file of a skill, by a path relative to the skill root.
 
         While the skill is active, the read is checked against the pinned entry;
         otherwise against the current listing entry. For host code and people: the
-        model's ``read_resource`` tool reads files only of active skills.
+        model's ``read_skill_file`` tool reads only files a skill loaded in this session
+        lists (:meth:`read_skill_file_block`).
         """
         return await self._reads.read_file(reference, path)
 
     async def read_resource(self, server: str, uri: str) -> ContextBlock:
-        """The model's ``read_resource(server, uri)``.
+        """A resource of ``server`` by its URI: the model's ``read_resource(server, uri)``
+        where the host offers it (``HostConfig.allow_uri_lookups``).
 
         A file listed by an active skill of ``server`` is read and verified against the
         pinned entry, without asking. A file of a skill of ``server`` that is not active
@@ -449,27 +452,39 @@ class SkillHost:
 
     # --- tools for the model ---------------------------------------------------------------
 
-    async def read_skill_block(self, name: str) -> ContextBlock:
+    async def read_skill_block(self, ref: str) -> ContextBlock:
         """``read_skill`` as a block: the activated skill, or an error block. Never raises.
 
-        Takes only references to skills the catalog shows (unless
+        Takes only refs of skills the catalog shows (unless
         ``HostConfig.allow_uri_lookups``). An error that may quote anything a server
         wrote is tagged with that server's origin; host errors quote nothing the model
         or a server chose.
         """
-        return await self._tools.read_skill_block(name)
+        return await self._tools.read_skill_block(ref)
 
-    async def read_skill_tool(self, name: str) -> str:
+    async def read_skill_tool(self, ref: str) -> str:
         """``read_skill``: the activated skill's block, or an error block the model can read."""
-        return (await self.read_skill_block(name)).text()
+        return (await self.read_skill_block(ref)).text()
 
-    async def read_skill_tool_json(self, name: str) -> dict[str, Any]:
+    async def read_skill_tool_json(self, ref: str) -> dict[str, Any]:
         """``read_skill`` in JSON form (:meth:`ContextBlock.to_json`)."""
-        return (await self.read_skill_block(name)).to_json()
+        return (await self.read_skill_block(ref)).to_json()
+
+    async def read_skill_file_block(self, ref: str, path: str) -> ContextBlock:
+        """``read_skill_file`` as a block: a verified file of a skill loaded in this
+        session, or an error block. Never raises.
+
+        ``path`` must be exactly a path the skill's block lists (its held manifest,
+        pinned at activation): it is compared, never resolved, so ``..``, encoded
+        separators, absolute paths and URIs read nothing, and neither does a skill this
+        session did not load (or whose content ended).
+        """
+        return await self._tools.read_skill_file_block(ref, path)
 
     async def read_resource_block(self, server: str, uri: str) -> ContextBlock:
         """``read_resource`` as a block: a verified, origin-tagged read, or an error block.
-        Never raises."""
+        Never raises. The model has this tool only with ``HostConfig.allow_uri_lookups``;
+        host code may call it either way."""
         return await self._tools.read_resource_block(server, uri)
 
     async def read_resource_tool(self, server: str, uri: str) -> str:
@@ -485,11 +500,14 @@ class SkillHost:
     ) -> ContextBlock | None:
         """One call for a host's tool loop. Never raises.
 
-        ``read_skill`` and ``read_resource`` return their block (or a tagged error
-        block). A tool ``HostConfig.execution_tools`` names is gated
-        (:meth:`authorize_execution`, its arguments the command): refused, an error
-        block; allowed, None. None means skillward has nothing to add: run the tool.
-        ``arguments``: a mapping or a JSON object string, as each API passes them.
+        The tools :meth:`tool_definitions` offers, by the names it gives them
+        (``HostConfig.tool_prefix``), return their block (or a tagged error block):
+        ``list_skills``, ``read_skill``, ``read_skill_file``, and ``read_resource`` with
+        ``HostConfig.allow_uri_lookups``. A tool ``HostConfig.execution_tools`` names is
+        gated (:meth:`authorize_execution`, its arguments the command): refused, an error
+        block; allowed, None. None means skillward has nothing to add: run the tool (any
+        other name, the unprefixed names under a prefix included). ``arguments``: a
+        mapping or a JSON object string, as each API passes them.
         """
         return await self._tools.handle_tool_call(name, arguments)
 
@@ -497,7 +515,11 @@ class SkillHost:
         """The tools to register with the model, in the shape ``style``'s API takes.
 
         ``mcp``, ``anthropic`` (Messages), ``openai`` (Chat Completions) or
-        ``openai-responses`` (strict, each object schema closed). ``read_skill``
-        takes only the refs the catalog shows (an ``enum``; none while it is empty).
+        ``openai-responses`` (strict, each object schema closed): ``list_skills``,
+        ``read_skill(ref)``, ``read_skill_file(ref, path)``, and
+        ``read_resource(server, uri)`` with ``HostConfig.allow_uri_lookups``; each name
+        under ``HostConfig.tool_prefix``. ``ref`` takes only the refs the catalog shows
+        (an ``enum``), unless there are none or they are past
+        ``Limits.max_tool_enum_bytes``.
         """
         return self._tools.tool_definitions(style)

@@ -316,17 +316,21 @@ class SyncSkillHost:
         """Blocking :meth:`SkillHost.authorize_execution`."""
         return self._call(functools.partial(self._host.authorize_execution, tool, detail=detail))
 
-    def read_skill_block(self, name: str) -> ContextBlock:
+    def read_skill_block(self, ref: str) -> ContextBlock:
         """Blocking :meth:`SkillHost.read_skill_block`."""
-        return self._call(functools.partial(self._host.read_skill_block, name))
+        return self._call(functools.partial(self._host.read_skill_block, ref))
 
-    def read_skill_tool(self, name: str) -> str:
+    def read_skill_tool(self, ref: str) -> str:
         """Blocking :meth:`SkillHost.read_skill_tool`."""
-        return self._call(functools.partial(self._host.read_skill_tool, name))
+        return self._call(functools.partial(self._host.read_skill_tool, ref))
 
-    def read_skill_tool_json(self, name: str) -> dict[str, Any]:
+    def read_skill_tool_json(self, ref: str) -> dict[str, Any]:
         """Blocking :meth:`SkillHost.read_skill_tool_json`."""
-        return self._call(functools.partial(self._host.read_skill_tool_json, name))
+        return self._call(functools.partial(self._host.read_skill_tool_json, ref))
+
+    def read_skill_file_block(self, ref: str, path: str) -> ContextBlock:
+        """Blocking :meth:`SkillHost.read_skill_file_block`."""
+        return self._call(functools.partial(self._host.read_skill_file_block, ref, path))
 
     def read_resource_block(self, server: str, uri: str) -> ContextBlock:
         """Blocking :meth:`SkillHost.read_resource_block`."""
@@ -343,7 +347,13 @@ class SyncSkillHost:
     def handle_tool_call(
         self, name: str, arguments: Mapping[str, Any] | str | None = None
     ) -> ContextBlock | None:
-        """Blocking :meth:`SkillHost.handle_tool_call`. Never raises for the call itself."""
+        """Blocking :meth:`SkillHost.handle_tool_call`: what the model's call comes to (a
+        failed call is an error block, never an exception).
+
+        Like every method here, it raises UsageError, without running the call, when
+        called from a thread that runs an event loop (async code, or a seam the host is
+        running: use SkillHost there) or after :meth:`close`.
+        """
         return self._call(functools.partial(self._host.handle_tool_call, name, arguments))
 
     def tool_definitions(self, style: ToolStyle = "mcp") -> list[dict[str, Any]]:

@@ -1,7 +1,7 @@
 """The host's values: how a host is configured (:class:`HostConfig`), what it returns
-(:class:`Activation`, :class:`ServerStatus`), the two tools it registers with a model
-(:data:`TOOL_SCHEMAS`, in each API's :data:`ToolStyle`), and where blocks may be seen
-(:data:`ContextSink`)."""
+(:class:`Activation`, :class:`ServerStatus`), the tools it may register with a model
+(:data:`TOOL_SCHEMAS`; their shape in each API is a :data:`ToolStyle`), and where blocks
+may be seen (:data:`ContextSink`)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from skillward.core.config import Limits
 from skillward.core.context import ContextBlock
 from skillward.core.errors import ConfigError, SkillwardError
 from skillward.core.registry import SkillRecord
+from skillward.core.tools import ToolSet, ToolStyle
 from skillward.core.wire import SkillEntry
 from skillward.edge._local import LocalSkillDir
 
@@ -26,33 +27,12 @@ __all__ = [
 ]
 
 ContextSink = Callable[[ContextBlock], None]
-ToolStyle = Literal["mcp", "anthropic", "openai", "openai-responses"]
 
-#: JSON schemas of the two tools a host registers with its model (SEP-2640's sketch).
+#: Every tool skillward may offer a model, by its unprefixed name, in the MCP shape with
+#: no ``enum`` (``read_resource`` only with ``HostConfig.allow_uri_lookups``). For
+#: reference: register what :meth:`SkillHost.tool_definitions` returns.
 TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
-    "read_skill": {
-        "name": "read_skill",
-        "description": "Load a skill's SKILL.md into context. Pass the skill reference "
-        "exactly as the skill catalog shows it.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {"name": {"type": "string", "description": "The skill reference"}},
-            "required": ["name"],
-        },
-    },
-    "read_resource": {
-        "name": "read_resource",
-        "description": "Read a file of a loaded skill, or another resource, from a connected "
-        "MCP server. Use the server label the skill's block names.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "server": {"type": "string", "description": "The server label"},
-                "uri": {"type": "string", "description": "The resource URI"},
-            },
-            "required": ["server", "uri"],
-        },
-    },
+    tool["name"]: tool for tool in ToolSet(resource_reads=True).definitions(())
 }
 
 
@@ -65,9 +45,16 @@ class HostConfig:
     local_dirs: tuple[LocalSkillDir, ...] = ()
     #: Load skills whose ``resources`` is "dynamic": their content cannot be verified.
     unsafe_allow_dynamic: bool = False
-    #: Let the ``read_skill`` tool take ``LABEL:URI`` references the catalog does not show,
-    #: confirmed with ``skills/get`` on that server. Off: the model loads only catalog skills.
+    #: Let the model name URIs: the ``read_skill`` tool takes ``LABEL:URI`` references the
+    #: catalog does not show (confirmed with ``skills/get`` on that server), and the
+    #: ``read_resource(server, uri)`` tool is offered (any resource of a connected server,
+    #: asked through the cross-origin gate whenever another server's text is in context).
+    #: Off: the model loads only catalog skills and reads only the files they list.
     allow_uri_lookups: bool = False
+    #: Put before the name of every tool skillward offers the model (``skills_`` makes
+    #: ``skills_read_skill``), and so in every block that names one: at most 48 characters
+    #: of ``A-Z``, ``a-z``, ``0-9``, ``_`` and ``-``.
+    tool_prefix: str = ""
     #: The names of the host's own tools that execute code (a shell, an interpreter):
     #: :meth:`SkillHost.handle_tool_call` gates them while an MCP skill is active.
     execution_tools: tuple[str, ...] = ()
@@ -82,11 +69,18 @@ class HostConfig:
         if isinstance(self.execution_tools, str):
             raise ConfigError("HostConfig.execution_tools is a list of tool names, not one string")
         object.__setattr__(self, "execution_tools", tuple(self.execution_tools))
+        offered = self.tools.names()  # a bad prefix is refused here
         for tool in self.execution_tools:
             if not isinstance(tool, str) or not tool:
                 raise ConfigError("HostConfig.execution_tools takes non-empty tool names")
-            if tool in TOOL_SCHEMAS:
+            if tool in offered:
                 raise ConfigError(f"{tool!r} is skillward's own tool, not a code-execution tool")
+
+    @property
+    def tools(self) -> ToolSet:
+        """The model tools this host offers: their names, under ``tool_prefix``, and
+        ``read_resource`` with ``allow_uri_lookups``."""
+        return ToolSet(prefix=self.tool_prefix, resource_reads=self.allow_uri_lookups)
 
 
 @dataclass(frozen=True, slots=True)
