@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import mcp_types as types
@@ -126,7 +126,8 @@ class _GatewayServer(Server[Any]):
 
 
 class Gateway:
-    """The MCP server over ``host`` (entered and connected by the caller)."""
+    """The MCP server over ``host`` (entered and connected by the caller). ``notes``
+    go with every catalog it gives, in its instructions and ``list_skills``."""
 
     def __init__(
         self,
@@ -139,8 +140,10 @@ class Gateway:
         version: str = "",
         key: Callable[[ServerRequestContext[Any, Any]], str] = session_key,
         pages: ApprovalPages | None = None,
+        notes: Sequence[str] = (),
     ) -> None:
         self.host = host
+        self.notes = list(notes)
         #: The one-time approval pages, for clients that declare URL-mode elicitation.
         self.pages = pages
         self._key = key
@@ -184,7 +187,8 @@ class Gateway:
         items = self.host.catalog()
         shown = len(items)
         while shown >= 0:
-            text = catalog_block(items[:shown], tools=offered).text()
+            block = catalog_block(items[:shown], tools=offered)
+            text = with_notes(block, self.notes).text()
             more = len(items) - shown
             tail = f"\n({more} more skills: call {offered.list_skills}.)" if more else ""
             if len(head) + len(text) + len(tail) + 2 <= _MAX_INSTRUCTIONS or shown == 0:
@@ -246,7 +250,7 @@ class Gateway:
             raise UsageError(f"the gateway has no such tool; use {', '.join(offered.names())}")
         tool, arguments = call
         if tool == LIST_SKILLS:
-            return result(session.host.catalog_block())
+            return result(with_notes(session.host.catalog_block(), self.notes))
         if tool == READ_SKILL:
             return await self._read_skill(ctx, session, arguments["ref"], params)
         return await self._read_file(session, arguments["ref"], arguments["path"])
