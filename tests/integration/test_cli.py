@@ -184,33 +184,23 @@ def secret_service_or_skip(home: Path) -> None:
         )
 
 
-def private_bus_or_skip(home: Path) -> tuple[str, ...]:
+def private_bus_or_skip() -> tuple[str, ...]:
     """A command prefix running the command on its own session bus, where a Secret Service
-    (gnome-keyring, started on demand in ``home``) has no collection yet."""
+    (gnome-keyring, started on demand) has no collection yet. Its sockets go in the test's
+    own XDG_RUNTIME_DIR (conftest), where it finds no other gnome-keyring to hand over to."""
     bus = shutil.which("dbus-run-session")
     if bus is None or shutil.which("gnome-keyring-daemon") is None:
         pytest.skip("needs dbus-run-session and gnome-keyring-daemon (.ci/run installs them)")
-    runtime = home / "run"
-    runtime.mkdir(mode=0o700)
     # No display, so the prompt to create a collection cannot be shown (it counts as
-    # dismissed); the daemon's sockets go in the test's directory, not the user's.
-    return (
-        "env",
-        "-u",
-        "DISPLAY",
-        "-u",
-        "WAYLAND_DISPLAY",
-        f"XDG_RUNTIME_DIR={runtime}",
-        bus,
-        "--",
-    )
+    # dismissed).
+    return ("env", "-u", "DISPLAY", "-u", "WAYLAND_DISPLAY", bus, "--")
 
 
 @pytest.mark.threat("T27")
 def test_a_first_approval_where_the_keyring_has_no_collection_says_what_to_do_in_one_line(
     tmp_path: Path,
 ) -> None:
-    prefix = private_bus_or_skip(tmp_path)
+    prefix = private_bus_or_skip()
     common = ("--no-local", "--server", EXAMPLES)
     approved = run(
         "approve", "refunds", "--yes", *common, home=tmp_path, keyring=SECRET_SERVICE, prefix=prefix
