@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -101,15 +101,13 @@ def pytest_terminal_summary(
             terminalreporter.write_line(f"... and {len(changes) - 20} more")
 
 
-@pytest.fixture(autouse=True)
-def home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The test's own ``HOME``, with the XDG base directories in their usual places in
-    it, and a private ``XDG_RUNTIME_DIR`` beside it.
+def _isolate(monkeypatch: pytest.MonkeyPatch, user: Path) -> Path:
+    """Point ``HOME`` at ``user/home``, the XDG base directories at their usual places in
+    it, and ``XDG_RUNTIME_DIR`` at a private ``user/run``; return the home.
 
     ``DBUS_SESSION_BUS_ADDRESS`` stays: the keyring tests use the session's Secret
     Service, whose daemon keeps its files under the ``HOME`` it was started with.
     """
-    user = tmp_path_factory.mktemp("user")
     home = user / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
@@ -119,6 +117,20 @@ def home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPat
     runtime.mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     return home
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A home for what starts before any test's own: module-scoped servers and the like."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        yield _isolate(monkeypatch, tmp_path_factory.mktemp("session"))
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The test's own ``HOME``, with the XDG base directories in their usual places in
+    it, and a private ``XDG_RUNTIME_DIR`` beside it; what the test starts inherits them."""
+    return _isolate(monkeypatch, tmp_path_factory.mktemp("user"))
 
 
 @pytest.hookimpl(hookwrapper=True)

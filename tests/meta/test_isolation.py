@@ -14,6 +14,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 120
 
@@ -25,6 +27,18 @@ def test_each_test_has_a_home_and_xdg_directories_of_its_own(home: Path) -> None
     runtime = Path(os.environ["XDG_RUNTIME_DIR"])
     assert runtime.is_dir()
     assert runtime.stat().st_mode & 0o777 == 0o700
+
+
+@pytest.fixture(scope="module")
+def module_home() -> str:
+    return os.environ["HOME"]
+
+
+def test_what_starts_before_the_tests_own_home_has_one_of_the_sessions(
+    module_home: str, tmp_path_factory: pytest.TempPathFactory, home: Path
+) -> None:
+    assert Path(module_home).is_relative_to(tmp_path_factory.getbasetemp())
+    assert Path(module_home) != home
 
 
 def test_the_processes_a_test_starts_keep_skillwards_files_in_its_home(home: Path) -> None:
