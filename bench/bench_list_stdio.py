@@ -116,6 +116,19 @@ async def best_walks(serve: list[str], minimal: list[str]) -> tuple[float, float
     return best[0], best[1]
 
 
+async def write_pages(serve: list[str], path: Path) -> int:
+    """Write ``skillward serve``'s pages to ``path``, with the minimal server's own
+    cursors; how many there are. Not kept: 10,000 entries of the harness's own would
+    weigh on every garbage collection timed after."""
+    async with Client(params(serve), cache=None) as client:
+        pages = await walk(client)
+    for index, page in enumerate(pages):
+        if "nextCursor" in page:
+            page["nextCursor"] = str(index + 1)
+    await anyio.Path(path).write_text(json.dumps(pages))
+    return len(pages)
+
+
 async def host_connect(spec: ServerSpec) -> float:
     """How long SkillHost.connect takes: start, handshake, listing, registry."""
     async with SkillHost(config=HostConfig(local_dirs=())) as host:
@@ -152,14 +165,8 @@ async def main() -> None:
         make_tree(root)
         serve = [sys.executable, "-m", "skillward", "serve", str(root)]
         serve += ["--page-size", str(PAGE_SIZE)]
-        async with Client(params(serve), cache=None) as client:
-            pages = await walk(client)
-        # The same pages, with the minimal server's own cursors.
-        for index, page in enumerate(pages):
-            if "nextCursor" in page:
-                page["nextCursor"] = str(index + 1)
         pages_file = Path(tmp) / "pages.json"
-        pages_file.write_text(json.dumps(pages))
+        count = await write_pages(serve, pages_file)
         minimal = [sys.executable, str(Path(__file__).parent / "_pages_server.py")]
         minimal.append(str(pages_file))
 
@@ -179,7 +186,6 @@ async def main() -> None:
             )
         host_s, bare_s = await best_connects(spec, minimal)
 
-    count = len(pages)
     print(f"skills/list of {SKILLS} skills over stdio, {count} pages of {PAGE_SIZE}")
     report(
         "start-up, skillward serve (scan, parse, verify every skill)",
