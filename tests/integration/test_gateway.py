@@ -108,7 +108,7 @@ async def test_an_approved_skill_comes_back_as_a_verified_block_with_its_hash_in
     (message,) = asker.messages
     assert "acme:deploy" in message
     assert data["manifest_hash"] in message
-    assert "skill://deploy/notes.md" in message
+    assert "\n  - notes.md (" in message
     assert "  - Bash\n  - Write\n" in message
     assert asker.schemas[0]["properties"]["decision"]["enum"] == [
         "once",
@@ -186,7 +186,10 @@ async def test_an_answer_that_is_not_exactly_one_approving_choice_loads_nothing(
             again = await client.call_tool("read_skill_file", {"ref": "deploy", "path": "notes.md"})
     assert result.is_error
     assert DEPLOY_BODY_LINE not in text(result)
-    assert meta(result)["error"] == "ApprovalDenied"
+    # A cancelled question was never answered: it says so, and is no refusal.
+    assert meta(result)["error"] == (
+        "ApprovalRequired" if reply[0] == "cancel" else "ApprovalDenied"
+    )
     assert again.is_error
     assert NOTES.decode() not in text(again)
 
@@ -423,13 +426,14 @@ async def test_content_that_changes_between_question_and_answer_loads_nothing(
     with anyio.fail_after(WAIT):
         async with (
             gateway_over([served.spec]) as gateway,
-            client_of(gateway, "auto", Asker([choose("once")])) as client,
+            client_of(gateway, "auto", Asker(), name="a") as client,
+            client_of(gateway, "auto", Asker([choose("once")]), name="b") as other,
         ):
-            assert not (await client.call_tool("read_skill", {"ref": "deploy"})).is_error
             asked = await _ask(client)
+            assert not (await other.call_tool("read_skill", {"ref": "deploy"})).is_error
             served.change("deploy/notes.md", b"swapped after the question\n")
-            # The gateway learns of the change (a read under the loaded skill finds it).
-            await client.call_tool("read_skill_file", {"ref": "deploy", "path": "notes.md"})
+            # The gateway learns of the change (a read under the skill another client loaded).
+            await other.call_tool("read_skill_file", {"ref": "deploy", "path": "notes.md"})
             answer = await _answer(client, asked.request_state)
     assert answer.is_error
     assert DEPLOY_BODY_LINE not in text(answer)

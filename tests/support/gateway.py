@@ -31,11 +31,12 @@ from skillward.edge.servers import ServerSpec
 from skillward.gateway._approval import StateCodec
 from skillward.gateway._http import serve_http
 from skillward.gateway._page import ApprovalPages
-from skillward.gateway._sessions import Sessions
+from skillward.gateway._sessions import BookFactory, Sessions
 from skillward.gateway.server import Gateway
 from skillward.host.skillhost import HostConfig, SkillHost
 from skillward.trust.approvals import ApprovalStorage
 from skillward.trust.audit import AuditTrail
+from skillward.trust.book import ApprovalBook
 from skillward.trust.policy import Policy
 
 MODES = ("auto", "legacy")
@@ -120,12 +121,13 @@ async def gateway_over(
     sessions: int = 256,
     pages: ApprovalPages | None = None,
     cache: ContentCache | None = None,
+    books: BookFactory = ApprovalBook,
 ) -> AsyncIterator[Gateway]:
     config = HostConfig(local_dirs=(), limits=limits or Limits())
     async with SkillHost(config=config, policy=policy, audit=audit, cache=cache) as host:
         for spec in specs:
             await host.connect(spec)
-        held = Sessions(host, store=store, limit=sessions)
+        held = Sessions(host, store=store, limit=sessions, books=books)
         yield Gateway(host, sessions=held, key=key, codec=codec, pages=pages)
 
 

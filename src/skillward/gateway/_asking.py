@@ -17,16 +17,25 @@ import anyio.to_thread
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 
-from skillward.cache.seam import CacheKey
-from skillward.core.registry import SkillRecord
+from skillward.cache.seam import CacheKey, ContentCache
 from skillward.core.verify import sha256_digest
-from skillward.gateway._approval import SCHEMA, StateCodec, StateError
+from skillward.core.visible import visible
+from skillward.gateway._approval import (
+    CANCELLED,
+    NO_ANSWER_IN_TIME,
+    SCHEMA,
+    StateCodec,
+    StateError,
+    approval_message,
+    not_approved,
+)
 from skillward.gateway._page import ApprovalPages, Page
 from skillward.gateway._sessions import ClientSession
-from skillward.host.skillhost import SkillHost
-from skillward.trust.approvals import Changed, Verdict
+from skillward.trust.approvals import Changed
+from skillward.trust.pending import PendingApproval
 
 __all__ = [
+    "COULD_NOT_ASK",
     "INPUT",
     "MODERN",
     "Asked",
@@ -42,6 +51,8 @@ logger = logging.getLogger("skillward")
 
 #: The key of the one input request a 2026-07-28 approval round carries.
 INPUT = "approval"
+#: Why nobody answered when the client failed to put the question.
+COULD_NOT_ASK = "the client could not ask"
 MODERN = frozenset({"2026-07-28"})
 
 
@@ -55,23 +66,30 @@ def asks_forms(capabilities: types.ClientCapabilities | None) -> bool:
 
 
 class NotAnswered(Exception):
-    """The person's approval was not obtained: why, in skillward's words."""
+    """The person's approval was not obtained: why, in skillward's words. ``unanswered``:
+    nobody answered (the question was cancelled, timed out or could not be put), which
+    is not a refusal."""
 
-    def __init__(self, why: str) -> None:
+    def __init__(self, why: str, *, unanswered: bool = False) -> None:
         super().__init__(why)
         self.why = why
+        self.unanswered = unanswered
 
 
 @dataclass(frozen=True, slots=True)
 class Question:
+    """One pending approval, put to the person through the client of one session."""
+
     session: ClientSession
-    record: SkillRecord
-    qualified: str
-    digest: str | None
-    message: str
-    #: Whether ``message`` fits an elicitation (``Limits.max_shown_question``); one that
-    #: does not is shown on the approval page alone.
-    fits: bool = True
+    pending: PendingApproval
+
+    @property
+    def ref(self) -> str:
+        return self.pending.facts.ref
+
+    @property
+    def digest(self) -> str | None:
+        return self.pending.content_hash
 
 
 #: An answer obtained (action, content), or the round trip that will bring one.
@@ -81,13 +99,15 @@ _MAX_DIFF = 200_000
 _MAX_DIFF_LINES = 2000
 
 
-async def changes(host: SkillHost, record: SkillRecord, verdict: Verdict, now: str) -> str | None:
+async def changes(cache: ContentCache, pending: PendingApproval, now: str) -> str | None:
     """What changed since the last approval: the summary, and the difference between the
     SKILL.md approved (when the disk cache still holds it, verified against its digest)
     and ``now``, the verified SKILL.md the page shows."""
+    verdict = pending.verdict
     if not isinstance(verdict, Changed):
         return None
     summary = verdict.change.summary()
+    record = pending.request.record
     entry = record.entry
     approved = verdict.record
     binding = next(
@@ -103,7 +123,7 @@ async def changes(host: SkillHost, record: SkillRecord, verdict: Verdict, now: s
         digest=binding.digest,
         size=binding.size,
     )
-    before = await anyio.to_thread.run_sync(host.cache.get, key)
+    before = await anyio.to_thread.run_sync(cache.get, key)
     if before is None or sha256_digest(before) != binding.digest:
         return summary + "\n\n(The SKILL.md approved before is not in the disk cache.)"
     diff = await anyio.to_thread.run_sync(_difference, before.decode("utf-8", "replace"), now)
@@ -147,14 +167,13 @@ class Asker:
         self,
         ctx: ServerRequestContext[Any, Any],
         question: Question,
+        message: str,
         params: types.CallToolRequestParams,
     ) -> Asked:
-        """Form-mode elicitation: the person's answer as (action, content)."""
+        """Form-mode elicitation of ``message``: the person's answer as (action, content)."""
         if ctx.protocol_version in MODERN:
             if params.input_responses is None and params.request_state is None:
-                form = types.ElicitRequestFormParams(
-                    message=question.message, requested_schema=SCHEMA
-                )
+                form = types.ElicitRequestFormParams(message=message, requested_schema=SCHEMA)
                 return types.InputRequiredResult(
                     input_requests={INPUT: types.ElicitRequest(params=form)},
                     request_state=self._sign(question),
@@ -162,18 +181,18 @@ class Asker:
             self._check(question, params)
             response = (params.input_responses or {}).get(INPUT)
             if not isinstance(response, types.ElicitResult):
-                raise NotAnswered("no answer")
+                raise NotAnswered("no answer came with the retry", unanswered=True)
             return response.action, response.content
         try:
             with anyio.fail_after(self.timeout()):
                 result = await ctx.session.elicit_form(
-                    question.message, SCHEMA, related_request_id=ctx.request_id
+                    message, SCHEMA, related_request_id=ctx.request_id
                 )
         except TimeoutError:
-            raise NotAnswered("no answer in time") from None
+            raise NotAnswered(NO_ANSWER_IN_TIME, unanswered=True) from None
         except Exception as error:  # the client failed to ask
             logger.info("elicitation failed: %s", type(error).__name__)
-            raise NotAnswered("the client could not ask") from None
+            raise NotAnswered(COULD_NOT_ASK, unanswered=True) from None
         return result.action, result.content
 
     async def ask_on_page(
@@ -181,31 +200,36 @@ class Asker:
         ctx: ServerRequestContext[Any, Any],
         pages: ApprovalPages,
         question: Question,
-        verdict: Verdict,
         params: types.CallToolRequestParams,
+        *,
+        limit: int,
     ) -> Asked:
-        """URL-mode elicitation: the person decides on a one-time loopback page."""
+        """URL-mode elicitation: the person decides on a one-time loopback page, which
+        shows the question whole; the elicitation carries it too when it is at most
+        ``limit`` characters."""
         modern = ctx.protocol_version in MODERN
         if modern and (params.input_responses is not None or params.request_state is not None):
             page = pages.get(self._check(question, params))
             response = (params.input_responses or {}).get(INPUT)
             if page is None:
-                raise NotAnswered("the question expired")
+                raise NotAnswered("the question expired", unanswered=True)
             if not isinstance(response, types.ElicitResult) or response.action != "accept":
                 await pages.wait(page, 0)
-                raise NotAnswered("the person declined")
+                if not isinstance(response, types.ElicitResult):
+                    raise NotAnswered("no answer came with the retry", unanswered=True)
+                raise _refusal(response.action)
             return await self._decision(pages, page)
-        host = question.session.host
-        skill_md = await host.view_skill_md(question.record)  # fetched and verified once
+        pending = question.pending
+        skill_md = await _skill_md(pending)  # fetched and verified once
         page = pages.open(
-            title=f"Load the skill {question.qualified}?",
-            message=question.message,
+            facts=pending.facts,
             skill_md=skill_md,
-            changes=await changes(host, question.record, verdict, skill_md),
+            changes=await changes(question.session.host.cache, pending, skill_md),
         )
-        asking = f"Review the skill {question.qualified} and decide on the page.\n" + (
-            question.message
-            if question.fits
+        message = approval_message(pending.facts, read_at=f"on the approval page: {page.url}")
+        asking = f"Review the skill {visible(question.ref)} and decide on the page.\n" + (
+            message
+            if len(message) <= limit
             else "The question is too long to show here whole: the page shows all of it."
         )
         if modern:
@@ -222,10 +246,11 @@ class Asker:
         except Exception as error:  # no answer in time, or the client failed to ask
             logger.info("elicitation failed: %s", type(error).__name__)
             await pages.wait(page, 0)
-            raise NotAnswered("the client could not ask") from None
+            why = NO_ANSWER_IN_TIME if isinstance(error, TimeoutError) else COULD_NOT_ASK
+            raise NotAnswered(why, unanswered=True) from None
         if result.action != "accept":
             await pages.wait(page, 0)
-            raise NotAnswered("the person declined")
+            raise _refusal(result.action)
         decided = await self._decision(pages, page)
         with contextlib.suppress(Exception):  # a courtesy: the client may retry at once
             await ctx.session.send_elicit_complete(page.id, related_request_id=ctx.request_id)
@@ -234,19 +259,33 @@ class Asker:
     async def _decision(self, pages: ApprovalPages, page: Page) -> Asked:
         decision = await pages.wait(page, self.timeout())
         if decision is None:
-            raise NotAnswered("no decision on the page in time")
+            raise NotAnswered("no decision on the page in time", unanswered=True)
         return "accept", {"decision": decision}
 
     def _sign(self, question: Question, extra: str = "") -> str:
-        return self.codec.sign(question.session.key, question.qualified, question.digest, extra)
+        return self.codec.sign(question.session.key, question.ref, question.digest, extra)
 
     def _check(self, question: Question, params: types.CallToolRequestParams) -> str:
         try:
             return self.codec.check(
                 params.request_state,
                 session=question.session.key,
-                ref=question.qualified,
+                ref=question.ref,
                 digest=question.digest,
             )
         except StateError as error:
             raise NotAnswered(str(error)) from None
+
+
+def _refusal(action: str) -> NotAnswered:
+    """What a client's answer other than ``accept`` to the page's elicitation means."""
+    why = not_approved(action, None)
+    return NotAnswered(why, unanswered=why == CANCELLED)
+
+
+async def _skill_md(pending: PendingApproval) -> str:
+    """SKILL.md, fetched and verified, for the person on the page (never the model)."""
+    viewer = pending.request.viewer
+    if viewer is None:
+        raise NotAnswered("the host cannot show this skill's SKILL.md", unanswered=True)
+    return await viewer()

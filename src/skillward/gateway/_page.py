@@ -1,6 +1,7 @@
 """The approval page: where a host supports URL-mode elicitation (``--approval-page``), the
-person decides on a one-time loopback page that shows the whole SKILL.md and, for a skill
-that changed since it was approved, the difference.
+person decides on a one-time loopback page that shows the pending approval's facts (as the
+gateway's question renders them), the whole SKILL.md and, for a skill that changed since
+it was approved, the difference.
 
 Any local process and any web page the person opens can reach a loopback port, so a page
 is served only at its own unguessable path (256 random bits), to a loopback ``Host``, and
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from skillward.core.errors import printable
+from skillward.core.visible import visible
 from skillward.edge._listen import (
     ASGIApp,
     Receive,
@@ -35,7 +37,8 @@ from skillward.edge._listen import (
     one_loopback_host,
     serve_asgi,
 )
-from skillward.gateway._approval import CHOICES
+from skillward.gateway._approval import CHOICES, approval_message
+from skillward.trust.pending import ApprovalFacts
 
 __all__ = ["MAX_PAGES", "ApprovalPages", "Page"]
 
@@ -81,8 +84,8 @@ class Page:
 
     id: str
     nonce: str
-    title: str
-    message: str
+    #: What the page shows of the pending approval (``trust/pending.py``).
+    facts: ApprovalFacts
     skill_md: str
     changes: str | None
     expires: float
@@ -91,14 +94,17 @@ class Page:
     decided: anyio.Event = field(default_factory=anyio.Event)
 
     def render(self) -> bytes:
+        title = _shown(f"Load the skill {visible(self.facts.ref)}?", whole=True)
+        # The question the elicitation carries, rendered from the same facts.
+        question = approval_message(self.facts, read_at=None)
         parts = [
             "<!doctype html><html><head><meta charset='utf-8'>",
-            f"<title>skillward: {_shown(self.title)}</title>",
+            f"<title>skillward: {title}</title>",
             "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}"
             "pre{white-space:pre-wrap;border:1px solid #999;padding:1em}"
             "button{margin:.3em;padding:.5em 1em}</style></head><body>",
-            f"<h1>{_shown(self.title)}</h1>",
-            f"<pre>{_shown(self.message, whole=True)}</pre>",
+            f"<h1>{title}</h1>",
+            f"<pre>{_shown(question, whole=True)}</pre>",
         ]
         if self.changes is not None:
             parts.append("<h2>What changed since it was approved</h2>")
@@ -130,8 +136,8 @@ class ApprovalPages:
     def ready(self) -> bool:
         return self._base is not None
 
-    def open(self, *, title: str, message: str, skill_md: str, changes: str | None) -> Page:
-        """A new page for one question; its URL is ``page.url``."""
+    def open(self, *, facts: ApprovalFacts, skill_md: str, changes: str | None) -> Page:
+        """A new page for one pending approval; its URL is ``page.url``."""
         if self._base is None:
             raise RuntimeError("the approval page server is not running")
         now = self._clock()
@@ -142,8 +148,7 @@ class ApprovalPages:
         page = Page(
             id=page_id,
             nonce=secrets.token_urlsafe(32),
-            title=title,
-            message=message,
+            facts=facts,
             skill_md=skill_md,
             changes=changes,
             expires=now + self._lifetime,

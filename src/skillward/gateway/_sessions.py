@@ -1,27 +1,48 @@
 """One gateway session per MCP client session: its own host session (acting window,
 catalog seen, gates), its own approval book (``session`` approvals), and the
 remembered approvals shared with ``skillward approve`` through the one store.
+
+The book asks no one: the gateway asks the person through the client and hands their
+answer to the host's load step with the pending approval it was asked about.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from skillward.core.origins import SkillKey
-from skillward.gateway._approval import Prepared
 from skillward.host.skillhost import SkillHost
-from skillward.trust.approvals import ApprovalRules, ApprovalStorage
+from skillward.trust.approvals import (
+    Answer,
+    ApprovalRules,
+    ApprovalStorage,
+    Decision,
+    Prompter,
+    Question,
+)
 from skillward.trust.book import ApprovalBook
 
-__all__ = ["ClientSession", "Sessions"]
+__all__ = ["BookFactory", "ClientSession", "Sessions"]
 
 logger = logging.getLogger("skillward")
 
 #: Client sessions held at once; past it the least recently used one is closed.
 MAX_SESSIONS = 256
+
+
+class _ThroughTheClient:
+    """The prompter of a session's book: the gateway puts each question to the person
+    through the client itself, so anything that asks the book instead is refused."""
+
+    async def ask(self, questions: Sequence[Question]) -> list[Answer]:
+        return [Answer(Decision.DENY) for _ in questions]
+
+
+#: Builds a session's book, called as ``ApprovalBook`` is (another may observe or extend it).
+BookFactory = Callable[..., ApprovalBook]
 
 
 @dataclass
@@ -31,7 +52,6 @@ class ClientSession:
     key: str
     host: SkillHost
     book: ApprovalBook
-    prepared: Prepared
 
 
 class Sessions:
@@ -45,12 +65,14 @@ class Sessions:
         rules: ApprovalRules | None = None,
         notify: Callable[[str], None] | None = None,
         limit: int = MAX_SESSIONS,
+        books: BookFactory = ApprovalBook,
     ) -> None:
         self._root = root
         self._store = store
         self._rules = rules
         self._notify = notify or (lambda text: logger.warning("%s", text))
         self._limit = limit
+        self._books = books
         self._sessions: OrderedDict[str, ClientSession] = OrderedDict()
         # Revocations the store could not record, held for every session's book alike.
         self._unrecorded: dict[SkillKey, str] = {}
@@ -61,9 +83,9 @@ class Sessions:
         if session is not None:
             self._sessions.move_to_end(key)
             return session
-        prepared = Prepared()
-        book = ApprovalBook(
-            prepared,
+        prompter: Prompter = _ThroughTheClient()
+        book = self._books(
+            prompter,
             store=self._store,
             audit=self._root.audit,
             rules=self._rules,
@@ -71,7 +93,7 @@ class Sessions:
             unrecorded=self._unrecorded,
         )
         host = self._root.session(approver=book)
-        session = ClientSession(key, host, book, prepared)
+        session = ClientSession(key, host, book)
         # In place before anything is awaited: a second first request finds this one.
         self._sessions[key] = session
         while len(self._sessions) > self._limit:

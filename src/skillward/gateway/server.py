@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import mcp_types as types
@@ -39,9 +39,14 @@ from skillward.core.errors import (
 from skillward.core.registry import SkillRecord, parse_reference
 from skillward.core.tools import DATA, LIST_SKILLS, READ_SKILL
 from skillward.gateway._approval import (
+    CANCELLED,
+    ELICITED,
+    ON_THE_PAGE,
     StateCodec,
     answer_for,
     approval_message,
+    not_approved,
+    read_in_a_terminal,
 )
 from skillward.gateway._asking import (
     MODERN,
@@ -63,8 +68,9 @@ from skillward.gateway._tools import (
 )
 from skillward.host.skillhost import SkillHost
 from skillward.host.types import Activation
-from skillward.trust.approvals import Approved, Changed, content_hash
+from skillward.trust.approvals import Answer
 from skillward.trust.audit import as_client
+from skillward.trust.pending import PendingApproval
 
 __all__ = ["Gateway", "serve_stdio", "session_key"]
 
@@ -295,31 +301,26 @@ class Gateway:
         ref: str,
         params: types.CallToolRequestParams,
     ) -> types.CallToolResult | types.InputRequiredResult:
+        """Decided once: the record resolved here, the host's prepare (the policy first,
+        so a skill it refuses is never offered; the pin; the verdict), the person asked
+        only when nothing settles it, and the host's load on their answer."""
         record = self._record(session, ref)
         host = session.host
-        qualified = host.registry.qualified_ref(record)
+        # A retry brings the answer to a question: it is checked, never passed over.
+        retry = params.request_state is not None or params.input_responses is not None
         try:
-            # Policy first: a skill the policy refuses is never offered to the person.
-            request = await host.approval_request(qualified)
-            in_force = host.policy.pin_for(request) is not None
-            verdict = await session.book.verdict(request)
+            pending = await host.prepare(record, reuse=not retry)
         except SkillwardError as error:
             return self._origin_error(error, record)
-        if in_force or isinstance(verdict, Approved):
-            return await self._load(session, record, qualified)
-        change = verdict.change if isinstance(verdict, Changed) else None
-        entry = record.entry
-        digest = content_hash(entry) if entry is not None else None
+        if pending.settled:
+            return await self._load(session, pending, None)
+        qualified = pending.facts.ref
         capabilities = ctx.session.client_capabilities
         pages = self.pages if self.pages is not None and self.pages.ready else None
         on_page = pages is not None and asks_urls(capabilities)
         if not on_page and not asks_forms(capabilities):
             _audit_denial(
-                session,
-                record,
-                request.identity,
-                digest,
-                "the client cannot ask the person (it declares no elicitation)",
+                session, pending, "the client cannot ask the person (it declares no elicitation)"
             )
             return self._origin_error(
                 ApprovalRequired(
@@ -332,92 +333,94 @@ class Gateway:
                 ),
                 record,
             )
-        why_not_remember = await session.book.remember_unavailable(request)
-        message = approval_message(request, qualified, change, why_not_remember)
+        question = Question(session, pending)
         limit = host.limits.max_shown_question
-        if len(message) > limit and not on_page:
-            # A form shows it all or it is not asked: nothing is approved on a part.
-            _audit_denial(
-                session,
-                record,
-                request.identity,
-                digest,
-                "the question is too long to show whole in the client's form",
-            )
-            return self._origin_error(
-                ApprovalRequired(
-                    f"loading skill {qualified!r} needs the person's approval, and the "
-                    f"question takes {len(message)} characters to show whole, more than the "
-                    f"{limit} the gateway puts in a form; nothing was loaded. Ask the person "
-                    f"to run: skillward approve {qualified} (in a terminal, which shows it "
-                    "whole), or to start the gateway with --approval-page, then call "
-                    "read_skill again",
-                    server=record.origin.label,
-                    uri=record.key.locator,
-                ),
-                record,
-            )
-        question = Question(session, record, qualified, digest, message, len(message) <= limit)
         try:
             if pages is not None and on_page:
-                asked = await self.asker.ask_on_page(ctx, pages, question, verdict, params)
+                asked = await self.asker.ask_on_page(ctx, pages, question, params, limit=limit)
             else:
-                asked = await self.asker.ask_in_form(ctx, question, params)
+                message = approval_message(pending.facts, read_at=read_in_a_terminal(qualified))
+                if len(message) > limit:
+                    return self._too_long(session, pending, len(message), limit)
+                asked = await self.asker.ask_in_form(ctx, question, message, params)
         except NotAnswered as refusal:
-            return self._refused(session, record, request.identity, digest, refusal.why)
+            return self._refused(session, pending, refusal.why, unanswered=refusal.unanswered)
         except SkillwardError as error:  # SKILL.md could not be shown
             return self._origin_error(error, record)
         if isinstance(asked, types.InputRequiredResult):
             return asked
         action, content = asked
-        answer = answer_for(action, content)
+        answer = answer_for(action, content, how=ON_THE_PAGE if on_page else ELICITED)
         if answer is None:
-            if action != "accept":
-                why = "the person declined"
-            elif isinstance(content, Mapping) and content.get("decision") == "deny":
-                why = "the person chose deny"
-            else:
-                why = "the answer was not one of the choices"
-            return self._refused(session, record, request.identity, digest, why)
-        session.prepared.give(record.key, digest, answer)
-        try:
-            return await self._load(session, record, qualified)
-        finally:
-            session.prepared.take(record.key, digest)
+            why = not_approved(action, content)
+            return self._refused(session, pending, why, unanswered=why == CANCELLED)
+        return await self._load(session, pending, answer)
 
-    def _refused(
-        self,
-        session: ClientSession,
-        record: SkillRecord,
-        identity: str | None,
-        digest: str | None,
-        why: str,
+    def _too_long(
+        self, session: ClientSession, pending: PendingApproval, length: int, limit: int
     ) -> types.CallToolResult:
-        _audit_denial(session, record, identity, digest, f"not approved through the client: {why}")
-        qualified = session.host.registry.qualified_ref(record)
+        """A form shows the question whole or it is not asked: nothing is approved on a part."""
+        _audit_denial(
+            session, pending, "the question is too long to show whole in the client's form"
+        )
+        record = pending.request.record
+        qualified = pending.facts.ref
         return self._origin_error(
-            ApprovalDenied(
-                f"loading skill {qualified!r} was not approved ({why}); nothing was loaded",
+            ApprovalRequired(
+                f"loading skill {qualified!r} needs the person's approval, and the "
+                f"question takes {length} characters to show whole, more than the "
+                f"{limit} the gateway puts in a form; nothing was loaded. Ask the person "
+                f"to run: skillward approve {qualified} (in a terminal, which shows it "
+                "whole), or to start the gateway with --approval-page, then call "
+                "read_skill again",
                 server=record.origin.label,
                 uri=record.key.locator,
             ),
             record,
         )
 
-    async def _load(
-        self, session: ClientSession, record: SkillRecord, qualified: str
+    def _refused(
+        self, session: ClientSession, pending: PendingApproval, why: str, *, unanswered: bool
     ) -> types.CallToolResult:
-        block = await session.host.read_skill_block(qualified)
-        if block.kind != "skill":
-            return result(block)
-        activation = self._activation(session, record)
-        block = with_notes(block, [NO_TOOLS])
-        meta: dict[str, Any] = {"ref": qualified}
-        if activation is not None:
-            meta["manifest_hash"] = activation.content_hash
-            meta["requested_tools"] = len(activation.requested_tools)
-            meta["granted_tools"] = []
-        return result(block, meta)
+        """Nothing loaded: the person refused, or (``unanswered``) nobody answered, which
+        the error says as such, never as a refusal."""
+        _audit_denial(session, pending, f"not approved through the client: {why}")
+        record = pending.request.record
+        qualified = pending.facts.ref
+        error: ApprovalRequired
+        if unanswered:
+            error = ApprovalRequired(
+                f"loading skill {qualified!r} was not approved: {why}; nothing was loaded. "
+                "The person may not have seen the question (a host that cannot show one, "
+                "as when it runs without a person, cancels it). Ask them to run: "
+                f"skillward approve {qualified} (in a terminal), then call read_skill again",
+                server=record.origin.label,
+                uri=record.key.locator,
+            )
+        else:
+            error = ApprovalDenied(
+                f"loading skill {qualified!r} was not approved ({why}); nothing was loaded",
+                server=record.origin.label,
+                uri=record.key.locator,
+            )
+        return self._origin_error(error, record)
+
+    async def _load(
+        self, session: ClientSession, pending: PendingApproval, answer: Answer | None
+    ) -> types.CallToolResult:
+        """The host's load of ``pending`` on ``answer`` (None: it is settled)."""
+        record = pending.request.record
+        try:
+            activation = await session.host.load(pending, answer)
+        except SkillwardError as error:
+            return self._origin_error(error, record)
+        meta: dict[str, Any] = {
+            "ref": session.host.registry.qualified_ref(record),
+            "manifest_hash": activation.content_hash,
+            "requested_tools": len(activation.requested_tools),
+            "granted_tools": [],
+        }
+        return result(with_notes(activation.block, [NO_TOOLS]), meta)
 
     @staticmethod
     def _activation(session: ClientSession, record: SkillRecord) -> Activation | None:
@@ -440,21 +443,16 @@ class Gateway:
         return result(block, meta)
 
 
-def _audit_denial(
-    session: ClientSession,
-    record: SkillRecord,
-    identity: str | None,
-    digest: str | None,
-    reason: str,
-) -> None:
+def _audit_denial(session: ClientSession, pending: PendingApproval, reason: str) -> None:
+    key = pending.request.key
     session.host.audit.record(
         "denial",
         "denied",
         reason=reason,
-        label=record.origin.label,
-        identity=identity,
-        skill_uri=record.key.locator,
-        content_hash=digest,
+        label=key.origin,
+        identity=pending.request.identity,
+        skill_uri=key.locator,
+        content_hash=pending.content_hash,
         gate="activation",
     )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO, TextIO
 
@@ -18,7 +19,7 @@ from rich.text import Text
 
 from skillward.core.errors import SkillwardError, printable
 from skillward.core.visible import LEGEND, visible
-from skillward.core.wire import SkillEntry
+from skillward.trust.pending import FileFact
 
 __all__ = [
     "MARKS_NOTE",
@@ -31,7 +32,6 @@ __all__ = [
     "origin_heading",
     "origin_name",
     "plural",
-    "relative",
     "safe",
     "short_digest",
     "size",
@@ -115,14 +115,10 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def relative(root: str, uri: str) -> str:
-    return uri.removeprefix(root + "/")
-
-
-def file_table(entry: SkillEntry, path_column: str, *, compact: bool = False) -> Table:
-    """Every file of a (not dynamic) entry, sorted: its path from the skill root, its size
-    and a short digest."""
-    title = f"{plural(len(entry.manifest), 'file')}, {size(entry.total_size)}"
+def file_table(files: Sequence[FileFact], path_column: str, *, compact: bool = False) -> Table:
+    """Every file of a (not dynamic) skill, in order (``file_facts`` sorts them): its path
+    from the skill root, its size and a short digest."""
+    title = f"{plural(len(files), 'file')}, {size(sum(file.size for file in files))}"
     table = (
         Table(title=title, title_justify="left", box=None, padding=(0, 2, 0, 0))
         if compact
@@ -131,11 +127,8 @@ def file_table(entry: SkillEntry, path_column: str, *, compact: bool = False) ->
     table.add_column(path_column, overflow="fold")
     table.add_column("size", justify="right", no_wrap=True)
     table.add_column("digest", no_wrap=True)
-    root = str(entry.root)
-    for uri in sorted(entry.manifest):
-        item = entry.manifest[uri]
-        path = exact(relative(root, uri))
-        table.add_row(path, size(item.size), short_digest(item.digest))
+    for file in files:
+        table.add_row(exact(file.path), size(file.size), short_digest(file.digest))
     return table
 
 

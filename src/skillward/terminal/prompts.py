@@ -52,6 +52,7 @@ from skillward.trust.approvals import (
 )
 from skillward.trust.audit import AuditEvent
 from skillward.trust.gates import CrossOriginRequest, ExecutionRequest
+from skillward.trust.pending import file_facts
 
 __all__ = [
     "Terminal",
@@ -218,7 +219,7 @@ class Terminal:
             if entry.is_dynamic:
                 self.out.print("[yellow]resources: dynamic (content cannot be verified)[/yellow]")
                 return
-            self.out.print(file_table(entry, "path (from the skill root)"))
+            self.out.print(file_table(file_facts(entry), "path (from the skill root)"))
 
     def approvals(self, records: Sequence[ApprovalRecord]) -> None:
         """Remembered approvals, revoked ones marked as such."""

@@ -112,7 +112,6 @@ class ApprovalFacts(_Facts):
     dynamic: bool
     #: Every file, sorted (none for a dynamic or local skill).
     files: tuple[FileFact, ...]
-    total_size: int
     #: What changed since the last approval, when there was one.
     change: Change | None
     #: ``allowed-tools`` parsed as the spec writes it: requests, never grants.
@@ -148,6 +147,24 @@ class ApprovalFacts(_Facts):
     def is_mcp(self) -> bool:
         return self.origin_kind == "mcp"
 
+    @property
+    def changed_files(self) -> list[tuple[str, str, str]]:
+        """Each file that changed since the last approval, as (``~``, ``+`` or ``-``, its
+        path from the root, ``changed``, ``added`` or ``removed``)."""
+        change = self.change
+        if change is None:
+            return []
+        prefix = f"{self.root}/" if self.root else ""
+        return [
+            (sign, uri.removeprefix(prefix), what)
+            for sign, uris, what in (
+                ("~", change.modified, "changed"),
+                ("+", change.added, "added"),
+                ("-", change.removed, "removed"),
+            )
+            for uri in uris
+        ]
+
     @classmethod
     def of(cls, question: Question) -> ApprovalFacts:
         """The facts of ``question``: its request, what changed, why remember is not offered."""
@@ -176,7 +193,6 @@ class ApprovalFacts(_Facts):
             content_hash=content_hash(entry) if entry is not None else None,
             dynamic=entry is not None and entry.is_dynamic,
             files=file_facts(entry) if entry is not None else (),
-            total_size=entry.total_size if entry is not None else 0,
             change=question.change,
             requested_tools=tools,
             unparsed_tools=str(raw_tools) if raw_tools and not tools else None,
