@@ -108,6 +108,13 @@ def test_skillward_audit_shows_each_decision_without_skill_content(tmp_path: Pat
     assert run("audit", "--since", "soon", home=tmp_path).returncode == 2
 
 
+def test_an_approve_once_load_is_audited_as_approved_on_the_command_line(tmp_path: Path) -> None:
+    assert run("load", "refunds", "--approve-once", *COMMON, home=tmp_path).returncode == 0
+    (approval,) = [e for e in audit(tmp_path) if e["event"] == "approval"]
+    assert approval["reason"] == "approved once on the command line (--approve-once)"
+    assert approval["scope"] == "once"
+
+
 def test_audit_with_no_file_says_so(tmp_path: Path) -> None:
     result = run("audit", home=tmp_path)
     assert result.returncode == 0, result.stderr

@@ -55,9 +55,11 @@ from skillward.trust.approvals import (
     Approver,
     Decision,
     Grants,
+    NeverApproved,
 )
 from skillward.trust.audit import AuditTrail
 from skillward.trust.book import ApprovalBook
+from skillward.trust.pending import PendingApproval
 from skillward.trust.policy import EffectivePolicy
 
 if TYPE_CHECKING:
@@ -80,9 +82,14 @@ __all__ = [
 ]
 
 
+#: How an ``--approve-once`` load is audited: the person named the skill on the command line.
+APPROVED_ONCE = "approved once on the command line (--approve-once)"
+
+
 class CommandLineApprover:
-    """Approves only what --approve-once names (granting nothing more); otherwise uses
-    remembered approvals, then asks at a terminal, or refuses when there is none."""
+    """Approves only what --approve-once names (granting nothing more, recording nothing);
+    otherwise uses remembered approvals, then asks at a terminal, or refuses when there
+    is none. It decides against the host's pending approval as the book does."""
 
     def __init__(
         self, terminal: Terminal, approve_once: bool, audit: AuditTrail, policy: EffectivePolicy
@@ -95,14 +102,42 @@ class CommandLineApprover:
         )
         self.approve_once = approve_once
         self.target: ApproveOnce | None = None
+        self._how = APPROVED_ONCE
+
+    def approve_only(self, key: SkillKey, *, how: str = APPROVED_ONCE) -> None:
+        """Approve ``key``'s next activation and nothing else, without asking or recording
+        anything; the audit trail says ``how``."""
+        self.target = ApproveOnce({key})
+        self._how = how
+
+    async def _named(self, request: ActivationRequest) -> Answer:
+        assert self.target is not None
+        return Answer(await self.target.decide(request), how=self._how)
 
     async def decide(self, request: ActivationRequest) -> Decision:
         return (await self.consent(request)).decision
 
     async def consent(self, request: ActivationRequest) -> Answer:
         if self.target is not None:
-            return Answer(await self.target.decide(request))
+            return await self._named(request)
         return await self.book.consent(request)
+
+    # --- Deciding: the host's pending approval ---------------------------------------------
+
+    async def pending(self, request: ActivationRequest) -> PendingApproval:
+        if self.target is not None:  # the skill named is approved this once: no record read
+            return PendingApproval(request, verdict=NeverApproved())
+        return await self.book.pending(request)
+
+    async def ask_about(self, pending: PendingApproval) -> Answer:
+        if self.target is not None:
+            return await self._named(pending.request)
+        return await self.book.ask_about(pending)
+
+    async def settle(self, pending: PendingApproval, answer: Answer) -> Answer:
+        if self.target is not None:
+            return answer  # this load only: nothing is recorded
+        return await self.book.settle(pending, answer)
 
     async def held(self, request: ActivationRequest) -> Grants | None:
         return await self.book.held(request)

@@ -125,10 +125,8 @@ async def _demo(args: argparse.Namespace, terminal: Terminal) -> int:
 
 async def _load_and_read(host: SkillHost, approver: CommandLineApprover, story: _Story) -> None:
     """Steps 3 to 6: load the skill, read a good file, then the tampered one."""
-    from skillward.trust.approvals import ApproveOnce
-
     story.step(f"3. Load '{DEMO_SKILL}': the demo approves this one skill, as if you said yes")
-    approver.target = ApproveOnce({host.resolve(DEMO_SKILL).key})
+    approver.approve_only(host.resolve(DEMO_SKILL).key, how="approved once by skillward demo")
     activation = await host.activate(DEMO_SKILL)
     story.note("SKILL.md matched the listing: size, SHA-256 digest and frontmatter")
     story.block(activation.block)

@@ -128,11 +128,9 @@ def _entry_json(record: SkillRecord, qualified: str) -> dict[str, object]:
 
 @over_host
 async def load(args: argparse.Namespace, on: Connected) -> int:
-    from skillward.trust.approvals import ApproveOnce
-
     record = await on.host.lookup(args.ref)
     if on.approver.approve_once:
-        on.approver.target = ApproveOnce({record.key})
+        on.approver.approve_only(record.key)
     activation = await on.host.activate(args.ref)
     if args.json:
         on.terminal.json(
