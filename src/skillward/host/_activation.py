@@ -137,16 +137,22 @@ class Activator:
         """The decision on loading ``record``, made once for the call: the policy (a
         refusal is recorded and raised), the pin, the verdict from the approver's records.
         Fetches nothing. With ``reuse`` (the model's ``read_skill``), a skill this context
-        already acts on, its content unchanged, is settled without any of them."""
+        already acts on, its content unchanged and its server connected, is settled without
+        asking (the policy is still checked)."""
         self._window.check_open()  # a closed context asks nobody and fetches nothing
         self._fetcher.check_dynamic(record)
         request = self._shared.approval_request(record)
+        # Policy first: no approval overrides what an administrator forbids.
+        self._shared.check_policy(request)
         held = self._window.get(record.key) if reuse else None
         if held is not None and unchanged(held, record):
+            if record.origin.is_mcp:
+                # What a server served stands in for it only while it is connected.
+                connection = self._shared.connection(record.origin.label)
+                if not connection.alive:
+                    raise self._shared.connections.disconnected(connection, record.key.locator)
             pending = PendingApproval(request, acting=True)
         else:
-            # Policy first: no approval overrides what an administrator forbids.
-            self._shared.check_policy(request)
             pending = await self._pending(request)
         self._prepared.add(pending)
         return pending
