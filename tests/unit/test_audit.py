@@ -42,6 +42,7 @@ FIELDS = {
     "resource_uri",
     "scope",
     "client_unverified",
+    "via",
 }
 
 
@@ -247,3 +248,14 @@ def test_events_made_for_a_gateway_client_name_it_escaped_and_unverified(tmp_pat
     assert inside.client_unverified == "host\\x1b[2J"
     assert "(unverified)" in inside.summary()
     assert outside.client_unverified is None
+
+
+def test_an_answer_given_from_another_process_is_recorded_with_where_it_came_from(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "audit.jsonl"
+    event = trail(path).record("approval", "approved", reason="r", via="socket pid=7\x1b[2J")
+    (read,) = read_events(path).events
+    assert read.via == event.via == "socket pid=7\\x1b[2J"
+    assert "via=socket pid=7" in event.summary()
+    assert trail(path).record("denial", "denied", reason="r").via is None

@@ -117,6 +117,11 @@ class AuditEvent(BaseModel):
     scope: str | None = None
     #: The MCP client a gateway decided for, as it names itself: unverified.
     client_unverified: str | None = None
+    #: Where a person's answer came from when it was not the prompt of the process that
+    #: decided: ``socket pid=PID uid=UID`` (``skillward approve`` through a running
+    #: gateway's approval socket, as the kernel names the answering process), ``web``
+    #: (a host's web approver). None: asked where it was decided.
+    via: str | None = None
 
     def summary(self) -> str:
         """One escaped line for logs and terminals."""
@@ -133,6 +138,8 @@ class AuditEvent(BaseModel):
             parts.append(f"target={self.target}")
         if self.client_unverified is not None:
             parts.append(f"client={self.client_unverified!r} (unverified)")
+        if self.via is not None:
+            parts.append(f"via={self.via}")
         line = " ".join(parts)
         if self.reason:
             line += f": {self.reason}"
@@ -192,6 +199,7 @@ class AuditTrail:
         target: str | None = None,
         resource_uri: str | None = None,
         scope: str | None = None,
+        via: str | None = None,
     ) -> AuditEvent:
         """Record one decision, and return the event."""
         entry = AuditEvent(
@@ -209,6 +217,7 @@ class AuditTrail:
             resource_uri=_clean(resource_uri),
             scope=scope,
             client_unverified=_clean(_CLIENT.get()),
+            via=_clean(via),
         )
         logger.info("%s", entry.summary(), extra={"audit": entry})
         if self.path is not None:
