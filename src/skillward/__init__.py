@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from skillward.core.errors import (
         AmbiguousName,
         ApprovalDenied,
-        ApprovalRequired,
+        ApprovalError,
+        ApprovalTimedOut,
         CapabilityMissing,
         ConfigError,
         CrossOriginDenied,
@@ -147,11 +148,12 @@ __all__ = [
     "Answer",
     "ApprovalBook",
     "ApprovalDenied",
+    "ApprovalError",
     "ApprovalFacts",
     "ApprovalRecord",
-    "ApprovalRequired",
     "ApprovalRules",
     "ApprovalStorage",
+    "ApprovalTimedOut",
     "ApproveOnce",
     "Approver",
     "AuditEvent",
@@ -273,7 +275,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "skillward.core.errors": (
         "AmbiguousName",
         "ApprovalDenied",
-        "ApprovalRequired",
+        "ApprovalError",
+        "ApprovalTimedOut",
         "CapabilityMissing",
         "ConfigError",
         "CrossOriginDenied",
@@ -379,10 +382,13 @@ _WHERE = {name: module for module, names in _MODULES.items() for name in names}
 
 
 def _load(name: str) -> object:
-    """Import public ``name`` from its module, once: later lookups find it here."""
+    """Import public ``name`` from its module, once: later lookups find it here. An old
+    name (``ApprovalRequired``) warns, every time it is used."""
     module = _WHERE.get(name)
     if module is None:
-        raise AttributeError(f"module 'skillward' has no attribute {name!r}")
+        from skillward.core.errors import deprecated_name  # noqa: PLC0415
+
+        return deprecated_name("skillward", name)
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

@@ -193,6 +193,7 @@ def test_without_a_terminal_one_line_says_how_to_approve(skills: Path) -> None:
     )
     assert result.returncode == 3
     assert result.stdout == ""
-    (line,) = result.stderr.strip().splitlines()
-    assert line.endswith("cannot ask: no terminal; use --approve-once or `skillward approve`")
+    error, hint = result.stderr.strip().splitlines()
+    assert error.endswith("cannot ask for approval: there is no terminal to ask at")
+    assert "`skillward approve team:refunds`" in hint
     assert "declined" not in result.stderr

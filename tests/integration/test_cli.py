@@ -127,12 +127,15 @@ def test_load_json_gives_the_same_block_as_json(tmp_path: Path) -> None:
     assert block["origin"]["label"] == "examples"
 
 
-def test_load_without_approval_and_no_terminal_exits_3_with_one_message(tmp_path: Path) -> None:
+def test_load_with_no_terminal_exits_3_naming_commands_that_exist(tmp_path: Path) -> None:
     result = run("load", "refunds", "--no-local", "--server", EXAMPLES, home=tmp_path)
     assert result.returncode == 3
     assert result.stdout == ""
-    (line,) = result.stderr.strip().splitlines()
-    assert "cannot ask: no terminal; use --approve-once or `skillward approve`" in line
+    error, hint = result.stderr.strip().splitlines()
+    assert error.endswith("cannot ask for approval: there is no terminal to ask at")
+    # Commands that exist: approve takes no --approve-once, load does.
+    assert "`skillward approve examples:refunds`" in hint
+    assert "`skillward load examples:refunds --approve-once`" in hint
 
 
 def test_approve_remember_without_a_keyring_records_nothing_and_exits_3(tmp_path: Path) -> None:
@@ -155,6 +158,9 @@ def test_approvals_list_with_the_store_unavailable_says_why_and_exits_3(tmp_path
     assert "remembered approvals are unavailable" in error
     assert "fail Keyring" in error
     assert "hint: Remembered approvals need an unlocked OS keyring" in result.stderr
+    # The way out on a machine without a keyring, and where to find what works here.
+    assert 'approvals.key_store = "file" in your config.toml' in result.stderr
+    assert "`skillward doctor`" in result.stderr
 
 
 def test_approve_for_the_session_with_yes_says_nothing_is_kept(tmp_path: Path) -> None:

@@ -131,7 +131,7 @@ async def test_a_client_without_elicitation_gets_no_content_and_is_told_to_run_s
     assert result.is_error
     assert DEPLOY_BODY_LINE not in text(result)
     assert "skillward approve acme:deploy" in text(result)
-    assert meta(result)["error"] == "ApprovalRequired"
+    assert meta(result)["error"] == "ApprovalError"
 
 
 @pytest.mark.threat("T46")
@@ -150,7 +150,7 @@ async def test_a_question_too_long_for_a_form_is_not_asked_and_the_person_is_tol
             result = await client.call_tool("read_skill", {"ref": "big"})
     assert asker.messages == []  # nobody was asked a question cut short
     assert result.is_error
-    assert meta(result)["error"] == "ApprovalRequired"
+    assert meta(result)["error"] == "ApprovalError"
     said = " ".join(text(result).split())
     assert "more than the 16384 the gateway puts in a form" in said
     assert "skillward approve acme:big" in said
@@ -187,9 +187,7 @@ async def test_an_answer_that_is_not_exactly_one_approving_choice_loads_nothing(
     assert result.is_error
     assert DEPLOY_BODY_LINE not in text(result)
     # A cancelled question was never answered: it says so, and is no refusal.
-    assert meta(result)["error"] == (
-        "ApprovalRequired" if reply[0] == "cancel" else "ApprovalDenied"
-    )
+    assert meta(result)["error"] == ("ApprovalError" if reply[0] == "cancel" else "ApprovalDenied")
     assert again.is_error
     assert NOTES.decode() not in text(again)
 

@@ -99,7 +99,7 @@ async def test_each_way_a_question_ends_unapproved_is_reported_and_audited_as_wh
     assert said["deny"][0] == "ApprovalDenied"
     assert "was not approved (the person chose deny)" in said["deny"][1]
     # Nobody answered a cancelled question: it is not reported as a refusal.
-    assert said["cancel"][0] == "ApprovalRequired"
+    assert said["cancel"][0] == "ApprovalError"
     assert "was not approved: the question was cancelled (no answer)" in said["cancel"][1]
     assert "skillward approve acme:deploy" in said["cancel"][1]
     assert all(DEPLOY_BODY_LINE not in shown for _, shown in said.values())
@@ -111,7 +111,7 @@ async def test_each_way_a_question_ends_unapproved_is_reported_and_audited_as_wh
     assert events(trail, "approval") == []
 
 
-async def test_a_question_nobody_answers_in_time_is_reported_as_unanswered(
+async def test_a_question_nobody_answers_in_time_is_reported_as_timed_out_never_as_declined(
     served: Served, tmp_path: Path
 ) -> None:
     trail = tmp_path / "audit.jsonl"
@@ -120,7 +120,7 @@ async def test_a_question_nobody_answers_in_time_is_reported_as_unanswered(
             gateway.approval_timeout = 0.2
             async with client_of(gateway, "legacy", never) as client:
                 result = await client.call_tool("read_skill", {"ref": "deploy"})
-    assert meta(result)["error"] == "ApprovalRequired"
+    assert meta(result)["error"] == "ApprovalTimedOut"
     assert "was not approved: no answer in time" in text(result)
     assert "skillward approve acme:deploy" in text(result)
     (denial,) = events(trail, "denial")

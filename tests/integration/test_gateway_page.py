@@ -160,6 +160,7 @@ async def test_a_decision_that_is_not_the_pages_own_approves_nothing(
                 result = await client.call_tool("read_skill", {"ref": "deploy"})
     assert browser.posts[0].status_code == 400
     assert result.is_error
+    assert meta(result)["error"] == "ApprovalTimedOut"  # nobody decided: no refusal either
     assert DEPLOY_BODY_LINE not in text(result)
 
 

@@ -267,7 +267,7 @@ def test_the_mcp_inspector_cli_lists_the_tools_and_without_elicitation_loads_not
         status=5,
     )["result"]
     assert called["isError"] is True
-    assert called["_meta"]["skillward"]["error"] == "ApprovalRequired"
+    assert called["_meta"]["skillward"]["error"] == "ApprovalError"
     assert "skillward approve acme:deploy" in called["content"][0]["text"]
     assert DEPLOY_BODY_LINE not in called["content"][0]["text"]
 

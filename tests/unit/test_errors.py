@@ -6,17 +6,20 @@ import re
 
 import pytest
 
+import skillward
 from skillward.core import errors
 from skillward.core.errors import (
     AmbiguousName,
     ApprovalDenied,
-    ApprovalRequired,
+    ApprovalError,
+    ApprovalTimedOut,
     DeadlineExceeded,
     DigestMismatch,
     FrontmatterMismatch,
     IntegrityError,
     OriginError,
     PolicyDenied,
+    RememberUnavailable,
     ServerDisconnected,
     ServerRejected,
     SkillwardError,
@@ -31,7 +34,7 @@ PYTHON_API = re.compile(r"SkillHost|HostConfig|ApprovalBook|Limits\.|approver=|\
 #: What names the command's options or commands: a host's code has no use for them.
 COMMAND_LINE = re.compile(r"--[a-z]|skillward (approve|load|read|show|list)\b")
 
-FAULTS = (OriginError, TransportError, PolicyDenied, ApprovalRequired, StoreTampered, UsageError)
+FAULTS = (OriginError, TransportError, PolicyDenied, ApprovalError, StoreTampered, UsageError)
 
 
 def test_every_public_error_is_a_skillward_error_under_exactly_one_fault() -> None:
@@ -43,6 +46,31 @@ def test_every_public_error_is_a_skillward_error_under_exactly_one_fault() -> No
         if obj is SkillwardError or obj in FAULTS:
             continue
         assert sum(issubclass(obj, fault) for fault in FAULTS) == 1, name
+
+
+def test_a_timed_out_approval_is_its_own_error_and_never_a_denial() -> None:
+    late = ApprovalTimedOut("no answer in time")
+    assert isinstance(late, ApprovalError)
+    assert not isinstance(late, ApprovalDenied)
+    assert late.exit_code == ApprovalDenied.exit_code == 3
+    assert "in time" in late.hint
+
+
+def test_the_old_approval_error_name_still_works_and_warns_each_time() -> None:
+    for _ in range(2):
+        with pytest.warns(DeprecationWarning, match="use ApprovalError"):
+            assert skillward.ApprovalRequired is ApprovalError  # type: ignore[attr-defined]
+    with pytest.warns(DeprecationWarning, match="skillward.core.errors.ApprovalRequired"):
+        from skillward.core.errors import ApprovalRequired  # type: ignore[attr-defined]  # noqa: PLC0415
+    assert ApprovalRequired is ApprovalError
+    assert "ApprovalRequired" not in skillward.__all__
+
+
+def test_a_name_neither_public_nor_deprecated_is_still_an_attribute_error() -> None:
+    with pytest.raises(AttributeError):
+        skillward.ApprovalRequested  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError):
+        errors.ApprovalRequested  # type: ignore[attr-defined]
 
 
 def test_integrity_errors_are_origin_faults() -> None:
@@ -70,7 +98,7 @@ def test_diagnostics_include_an_actionable_hint() -> None:
 
 
 def test_exit_codes_follow_the_documented_table() -> None:
-    assert ApprovalRequired.exit_code == 3
+    assert ApprovalError.exit_code == 3
     assert DigestMismatch.exit_code == 4
     assert PolicyDenied.exit_code == 5
     assert TransportError.exit_code == 6
@@ -126,7 +154,16 @@ def test_the_library_keeps_its_api_hint_and_the_command_gets_its_own() -> None:
     late = DeadlineExceeded("too slow")
     assert "Limits.operation_timeout" in late.hint
     assert "--timeout SECONDS" in late.command_hint
-    assert "--approve-once" in ApprovalRequired("approve first").command_hint
+    assert "--approve-once" in ApprovalError("approve first").command_hint
+
+
+def test_remember_unavailable_names_the_file_key_store_and_doctor_only_for_the_command() -> None:
+    unavailable = RememberUnavailable("no usable keyring")
+    for hint in (unavailable.hint, unavailable.command_hint):
+        assert 'approvals.key_store = "file"' in hint
+    assert "FileApprovalStore" in unavailable.hint
+    assert "skillward doctor" not in unavailable.hint
+    assert "`skillward doctor`" in unavailable.command_hint
 
 
 def test_a_hint_given_where_the_error_is_raised_is_for_both_unless_worded_apart() -> None:

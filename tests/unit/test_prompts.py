@@ -144,7 +144,11 @@ async def test_without_a_terminal_one_message_says_how_to_approve() -> None:
     with pytest.raises(NoTerminal) as raised:
         await approver.decide(ActivationRequest(record()))
     assert raised.value.message == NO_TERMINAL
-    assert raised.value.hint == ""
+    # Library code is told about approvers; the command line about commands that exist.
+    assert "ApprovalBook" in raised.value.hint
+    assert "skillward" not in raised.value.hint
+    assert "`skillward approve acme:refunds`" in raised.value.command_hint
+    assert "`skillward load acme:refunds --approve-once`" in raised.value.command_hint
     assert err.getvalue() == ""
 
 

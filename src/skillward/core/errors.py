@@ -10,7 +10,9 @@ alone:
 * :class:`TransportError`: the exchange with a server failed, timed out, or the
   server answered with a protocol error.
 * :class:`PolicyDenied`: a policy or a gate refused the action.
-* :class:`ApprovalRequired`: a person has to approve first (or said no).
+* :class:`ApprovalError`: the action needs a person's approval and does not have it:
+  they declined (:class:`ApprovalDenied`), nobody answered in time
+  (:class:`ApprovalTimedOut`), or nobody could be asked.
 * :class:`StoreTampered`: skillward's own persistent state failed its checks.
 * :class:`UsageError`: the caller asked for something that cannot be done.
 
@@ -22,13 +24,16 @@ its options where ``hint`` names the library's API.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
-from typing import ClassVar, Self
+from typing import TYPE_CHECKING, ClassVar, Self
 
 __all__ = [
     "AmbiguousName",
+    "AnswerRefused",
     "ApprovalDenied",
-    "ApprovalRequired",
+    "ApprovalError",
+    "ApprovalTimedOut",
     "CapabilityMissing",
     "ConfigError",
     "CrossOriginDenied",
@@ -38,6 +43,7 @@ __all__ = [
     "FrontmatterError",
     "FrontmatterMismatch",
     "IntegrityError",
+    "InvalidApprovalToken",
     "InvalidEntry",
     "InvalidResponse",
     "InvalidUri",
@@ -56,12 +62,14 @@ __all__ = [
     "SkillNotFound",
     "SkillTooLarge",
     "SkillwardError",
+    "StaleAnswer",
     "StoreTampered",
     "TransportError",
     "UnknownServer",
     "UnlistedResource",
     "UnverifiableSkill",
     "UsageError",
+    "deprecated_name",
     "printable",
 ]
 
@@ -361,23 +369,77 @@ class ExecutionDenied(PolicyDenied):
 # --- approvals ---------------------------------------------------------------------
 
 
-class ApprovalRequired(SkillwardError):
-    """A person has to approve this before it happens."""
+class ApprovalError(SkillwardError):
+    """The action needs a person's approval, and does not have it (nothing happened).
+
+    Not pydantic-ai's ``ApprovalRequired``, which a tool raises to ask for approval:
+    this says the approval was not given. ``ApprovalRequired``, its name until now, is a
+    deprecated alias for one release.
+    """
 
     exit_code = 3
     default_hint = "Review the skill and approve it through the host's approver."
     default_command_hint = (
-        "Review the skill and approve it: `skillward approve REF`, or load it with --approve-once."
+        "Review the skill and approve it: `skillward approve REF`, or load it once with "
+        "`skillward load REF --approve-once`."
     )
 
 
-class ApprovalDenied(ApprovalRequired):
-    """The person asked declined, or no one could be asked."""
+class ApprovalDenied(ApprovalError):
+    """The approval was declined: by the person asked, or by an approver that denies
+    (the default, ``DenyAll``)."""
 
     default_hint = "The approval was declined. Nothing was loaded."
 
 
-class ReactivationRequired(ApprovalRequired):
+class ApprovalTimedOut(ApprovalError):
+    """Nobody answered the approval question in time: not a refusal (the person may not
+    have seen it), and nothing was approved."""
+
+    default_hint = (
+        "No answer came in time, so nothing was loaded; ask again when the person can answer."
+    )
+    default_command_hint = (
+        "No answer came in time, so nothing was loaded; approve it first with "
+        "`skillward approve REF`, then try again."
+    )
+
+
+class AnswerRefused(ApprovalError):
+    """An answer to a question put to a person that approves nothing: no such question
+    waits (it was answered already, withdrawn, or it expired), or the answer is not one
+    it offered."""
+
+    default_hint = (
+        "Nothing was approved. Answer a question that waits (ParkedApprovals.pending), "
+        "once, with one of the choices it offers."
+    )
+    default_command_hint = (
+        "Nothing was approved. `skillward approvals pending` lists the questions waiting."
+    )
+
+
+class StaleAnswer(AnswerRefused):
+    """An answer given for other content than the content waiting: the skill changed
+    after the person was shown it, so the answer approves nothing."""
+
+    default_hint = (
+        "The skill changed after it was shown: show the person the question as it is now "
+        "and take their answer to that."
+    )
+    default_command_hint = (
+        "The skill changed after it was shown: run the command again to review it as it is now."
+    )
+
+
+class InvalidApprovalToken(AnswerRefused):
+    """A signed approval token that is malformed, not signed with the key, expired, used
+    before, or issued for another session or skill: it approves nothing."""
+
+    default_hint = "Ask the person again; an approval token is accepted once, before it expires."
+
+
+class ReactivationRequired(ApprovalError):
     """An active skill's content failed verification; nothing more is read under it.
 
     The skill stays in the acting window (its gates still apply) until the host
@@ -390,19 +452,33 @@ class ReactivationRequired(ApprovalRequired):
     )
 
 
-class NoTerminal(ApprovalRequired):
+class NoTerminal(ApprovalError):
     """An approval was needed and there is no terminal to ask a person at."""
 
-    # The message already says what to do; a second line would only repeat it.
-    default_hint = ""
+    default_hint = (
+        "Give the host an approver that reaches the person where they are (a Prompter of "
+        "your own in an ApprovalBook), or ApproveOnce with the skills they chose."
+    )
+    default_command_hint = (
+        "Run the command in a terminal, approve the skill first with `skillward approve REF`, "
+        "or load it once with `skillward load REF --approve-once`."
+    )
 
 
-class RememberUnavailable(ApprovalRequired):
-    """An approval cannot be remembered here (no usable keyring, or the store is busy)."""
+class RememberUnavailable(ApprovalError):
+    """An approval cannot be remembered here (no usable key store, or the store is busy)."""
 
     default_hint = (
         "Remembered approvals need an unlocked OS keyring (Secret Service, macOS Keychain or "
-        "Windows Credential Manager). Approve for this session instead, or set up a keyring."
+        "Windows Credential Manager) or, on a machine without one, the file key store: "
+        'approvals.key_store = "file" in the user\'s config.toml (FileApprovalStore reads '
+        "it). Approve for this session meanwhile."
+    )
+    default_command_hint = (
+        "Remembered approvals need an unlocked OS keyring (Secret Service, macOS Keychain or "
+        "Windows Credential Manager) or, on a machine without one, the file key store: "
+        'approvals.key_store = "file" in your config.toml. `skillward doctor` says which key '
+        "store is in use, what works here, and the fix. Approve for this session meanwhile."
     )
 
 
@@ -471,3 +547,28 @@ class AmbiguousName(UsageError):
             message,
             hint="Use one of the qualified names: " + ", ".join(self.candidates),
         )
+
+
+#: Old names, kept for one release: each warns when used.
+_DEPRECATED = {"ApprovalRequired": "ApprovalError"}
+
+
+def deprecated_name(module: str, name: str) -> object:
+    """The class an old public ``name`` stands for, with a DeprecationWarning; raise
+    AttributeError for any other name (a module's ``__getattr__``)."""
+    new = _DEPRECATED.get(name)
+    if new is None:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    warnings.warn(
+        f"{module}.{name} is deprecated and will be removed in the next release: use {new} "
+        "(the same class)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return globals()[new]
+
+
+if not TYPE_CHECKING:
+    # Hidden from type checkers: an old name is an error for them, and a misspelt one too.
+    def __getattr__(name: str) -> object:
+        return deprecated_name(__name__, name)

@@ -68,12 +68,13 @@ def asks_forms(capabilities: types.ClientCapabilities | None) -> bool:
 class NotAnswered(Exception):
     """The person's approval was not obtained: why, in skillward's words. ``unanswered``:
     nobody answered (the question was cancelled, timed out or could not be put), which
-    is not a refusal."""
+    is not a refusal; ``timed_out``: no answer came in time."""
 
-    def __init__(self, why: str, *, unanswered: bool = False) -> None:
+    def __init__(self, why: str, *, unanswered: bool = False, timed_out: bool = False) -> None:
         super().__init__(why)
         self.why = why
-        self.unanswered = unanswered
+        self.unanswered = unanswered or timed_out
+        self.timed_out = timed_out
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +190,7 @@ class Asker:
                     message, SCHEMA, related_request_id=ctx.request_id
                 )
         except TimeoutError:
-            raise NotAnswered(NO_ANSWER_IN_TIME, unanswered=True) from None
+            raise NotAnswered(NO_ANSWER_IN_TIME, timed_out=True) from None
         except Exception as error:  # the client failed to ask
             logger.info("elicitation failed: %s", type(error).__name__)
             raise NotAnswered(COULD_NOT_ASK, unanswered=True) from None
@@ -212,7 +213,7 @@ class Asker:
             page = pages.get(self._check(question, params))
             response = (params.input_responses or {}).get(INPUT)
             if page is None:
-                raise NotAnswered("the question expired", unanswered=True)
+                raise NotAnswered("the question expired", timed_out=True)
             if not isinstance(response, types.ElicitResult) or response.action != "accept":
                 await pages.wait(page, 0)
                 if not isinstance(response, types.ElicitResult):
@@ -246,8 +247,9 @@ class Asker:
         except Exception as error:  # no answer in time, or the client failed to ask
             logger.info("elicitation failed: %s", type(error).__name__)
             await pages.wait(page, 0)
-            why = NO_ANSWER_IN_TIME if isinstance(error, TimeoutError) else COULD_NOT_ASK
-            raise NotAnswered(why, unanswered=True) from None
+            if isinstance(error, TimeoutError):
+                raise NotAnswered(NO_ANSWER_IN_TIME, timed_out=True) from None
+            raise NotAnswered(COULD_NOT_ASK, unanswered=True) from None
         if result.action != "accept":
             await pages.wait(page, 0)
             raise _refusal(result.action)
@@ -259,7 +261,7 @@ class Asker:
     async def _decision(self, pages: ApprovalPages, page: Page) -> Asked:
         decision = await pages.wait(page, self.timeout())
         if decision is None:
-            raise NotAnswered("no decision on the page in time", unanswered=True)
+            raise NotAnswered("no decision on the page in time", timed_out=True)
         return "accept", {"decision": decision}
 
     def _sign(self, question: Question, extra: str = "") -> str:

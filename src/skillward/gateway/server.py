@@ -30,7 +30,8 @@ from skillward.core.context import catalog_block, error_block
 from skillward.core.errors import (
     AmbiguousName,
     ApprovalDenied,
-    ApprovalRequired,
+    ApprovalError,
+    ApprovalTimedOut,
     SkillNotFound,
     SkillwardError,
     UnknownServer,
@@ -323,7 +324,7 @@ class Gateway:
                 session, pending, "the client cannot ask the person (it declares no elicitation)"
             )
             return self._origin_error(
-                ApprovalRequired(
+                ApprovalError(
                     f"loading skill {qualified!r} needs the person's approval, and this MCP "
                     "client cannot ask them (it does not support form elicitation); nothing was "
                     f"loaded. Ask the person to run: skillward approve {qualified} "
@@ -344,7 +345,13 @@ class Gateway:
                     return self._too_long(session, pending, len(message), limit)
                 asked = await self.asker.ask_in_form(ctx, question, message, params)
         except NotAnswered as refusal:
-            return self._refused(session, pending, refusal.why, unanswered=refusal.unanswered)
+            return self._refused(
+                session,
+                pending,
+                refusal.why,
+                unanswered=refusal.unanswered,
+                timed_out=refusal.timed_out,
+            )
         except SkillwardError as error:  # SKILL.md could not be shown
             return self._origin_error(error, record)
         if isinstance(asked, types.InputRequiredResult):
@@ -366,7 +373,7 @@ class Gateway:
         record = pending.request.record
         qualified = pending.facts.ref
         return self._origin_error(
-            ApprovalRequired(
+            ApprovalError(
                 f"loading skill {qualified!r} needs the person's approval, and the "
                 f"question takes {length} characters to show whole, more than the "
                 f"{limit} the gateway puts in a form; nothing was loaded. Ask the person "
@@ -380,16 +387,23 @@ class Gateway:
         )
 
     def _refused(
-        self, session: ClientSession, pending: PendingApproval, why: str, *, unanswered: bool
+        self,
+        session: ClientSession,
+        pending: PendingApproval,
+        why: str,
+        *,
+        unanswered: bool,
+        timed_out: bool = False,
     ) -> types.CallToolResult:
         """Nothing loaded: the person refused, or (``unanswered``) nobody answered, which
-        the error says as such, never as a refusal."""
+        the error says as such, never as a refusal (``timed_out``: ApprovalTimedOut)."""
         _audit_denial(session, pending, f"not approved through the client: {why}")
         record = pending.request.record
         qualified = pending.facts.ref
-        error: ApprovalRequired
+        error: ApprovalError
         if unanswered:
-            error = ApprovalRequired(
+            unanswered_error = ApprovalTimedOut if timed_out else ApprovalError
+            error = unanswered_error(
                 f"loading skill {qualified!r} was not approved: {why}; nothing was loaded. "
                 "The person may not have seen the question (a host that cannot show one, "
                 "as when it runs without a person, cancels it). Ask them to run: "

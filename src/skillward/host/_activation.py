@@ -20,7 +20,7 @@ from skillward.cache.seam import CacheKey
 from skillward.core.context import skill_block
 from skillward.core.errors import (
     ApprovalDenied,
-    ApprovalRequired,
+    ApprovalError,
     FrontmatterError,
     IntegrityError,
     ReactivationRequired,
@@ -187,7 +187,7 @@ class Activator:
                 _check_answer(answer, approver, "ask_about")
             else:
                 answer = await self._consent(pending.request)
-        except ApprovalRequired as unanswered:  # nobody could be asked (no terminal)
+        except ApprovalError as unanswered:  # nobody could be asked, or answered in time
             reason = f"not approved: {type(unanswered).__name__}"
             record = pending.request.record
             self._shared.record("denial", "denied", record, reason=reason, gate="activation")
@@ -226,7 +226,10 @@ class Activator:
         if answer is None or answer.decision is not Decision.APPROVE:
             logger.info("activation of %s:%s declined", record.origin.label, record.key.locator)
             reason = "not approved" if answer is not None else "not approved: no answer"
-            self._shared.record("denial", "denied", record, reason=reason, gate="activation")
+            via = answer.via if answer is not None else None
+            self._shared.record(
+                "denial", "denied", record, reason=reason, gate="activation", via=via
+            )
             raise ApprovalDenied(
                 f"loading skill {self._shared.registry.qualified_ref(record)!r} was not approved",
                 server=record.origin.label,
@@ -267,7 +270,13 @@ class Activator:
         record = request.record
         how = answer.how or ("a recorded approval" if answer.held else "approved when asked")
         self._shared.record(
-            "approval", "approved", record, reason=how, gate="activation", scope=answer.scope.value
+            "approval",
+            "approved",
+            record,
+            reason=how,
+            gate="activation",
+            scope=answer.scope.value,
+            via=answer.via,
         )
         if not record.origin.is_mcp:
             return ()  # a local skill's tools are the host's own rules (see Activation)

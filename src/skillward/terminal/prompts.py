@@ -8,6 +8,7 @@ control, bidi and invisible characters before it reaches the terminal.
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import textwrap
 import time
@@ -282,7 +283,7 @@ _CHOICE_TEXT = {
     "d": "[bold]d[/bold]eny",
 }
 _SCOPES = {"o": Scope.ONCE, "s": Scope.SESSION, "r": Scope.REMEMBER}
-NO_TERMINAL = "cannot ask: no terminal; use --approve-once or `skillward approve`"
+NO_TERMINAL = "cannot ask for approval: there is no terminal to ask at"
 
 
 class _AtTerminal:
@@ -381,8 +382,19 @@ class TerminalApprover(_AtTerminal):
         if not questions:
             return []
         if not self.stdin.isatty():
-            first = questions[0].request.key
-            raise NoTerminal(NO_TERMINAL, server=first.origin, uri=first.locator)
+            first = questions[0].request
+            # The command names the skill when there is one to name (its ref as prompts show it).
+            ref = "REF"
+            if len(questions) == 1:
+                ref = shlex.quote(first.ref or f"{first.key.origin}:{first.record.name}")
+            raise NoTerminal(
+                NO_TERMINAL,
+                server=first.key.origin,
+                uri=first.key.locator,
+                command_hint=f"Run the command in a terminal, approve the skill first with "
+                f"`skillward approve {ref}`, or load it once with "
+                f"`skillward load {ref} --approve-once`.",
+            )
         if len(questions) == 1:
             return [await self._one(questions[0], "approve loading this skill?")]
         total = len(questions)
