@@ -371,9 +371,11 @@ class Shared:
         tool: str | None = None,
         resource_uri: str | None = None,
         scope: str | None = None,
+        via: str | None = None,
     ) -> None:
         """One audit event about ``record`` (``entry``: the pinned entry, if not its own;
-        ``activation``: the activation whose pinned entry and hash to record)."""
+        ``activation``: the activation whose pinned entry and hash to record; ``via``:
+        where the answer came from)."""
         label = record.origin.label
         if activation is not None and activation.entry is not None:
             digest = activation.content_hash
@@ -392,4 +394,5 @@ class Shared:
             tool=tool,
             resource_uri=resource_uri,
             scope=scope,
+            via=via,
         )

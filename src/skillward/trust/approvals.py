@@ -603,6 +603,9 @@ class Answer:
     held: bool = False
     #: How it was given, for the audit trail (None: "approved when asked").
     how: str | None = None
+    #: Where it came from when not from the approver's own prompt (the audit trail's
+    #: ``via``: ``socket pid=PID uid=UID``, ``web``).
+    via: str | None = None
 
 
 def grantable(request: ActivationRequest, grants: Grants) -> Grants:

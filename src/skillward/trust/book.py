@@ -335,7 +335,7 @@ class ApprovalBook:
     def _granted(self, request: ActivationRequest, answer: Answer) -> Answer:
         """A prompter's answer, granting only what the request can be granted."""
         if answer.decision is not Decision.APPROVE:
-            return Answer(Decision.DENY)
+            return Answer(Decision.DENY, how=answer.how, via=answer.via)
         return dataclasses.replace(answer, grants=grantable(request, answer.grants), held=False)
 
     def _audit_answer(self, request: ActivationRequest, answer: Answer) -> None:
