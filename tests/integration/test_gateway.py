@@ -20,13 +20,13 @@ import pytest
 from skillward.core.config import Limits
 from skillward.core.errors import PolicyDenied
 from skillward.edge.servers import InMemoryTransport, ServerSpec
-from skillward.gateway._approval import StateCodec
 from skillward.gateway._upstreams import Upstreams
 from skillward.serve.server import build_skills_server
 from skillward.trust._store import FileApprovalStore
 from skillward.trust.approvals import ActivationRequest
 from skillward.trust.audit import AuditTrail, read_events
 from skillward.trust.policy import NoPolicy
+from skillward.trust.tokens import ApprovalTokens
 from tests.support.gated import (
     DEPLOY_BODY_LINE,
     NOTES,
@@ -404,10 +404,10 @@ async def test_a_request_state_is_accepted_once_for_its_own_session_skill_and_co
 @pytest.mark.threat("T47")
 async def test_a_request_state_past_its_expiry_is_refused(served: Served) -> None:
     now = [1000.0]
-    codec = StateCodec(lifetime=60, clock=lambda: now[0])
+    tokens = ApprovalTokens(lifetime=60, clock=lambda: now[0])
     with anyio.fail_after(WAIT):
         async with (
-            gateway_over([served.spec], codec=codec) as gateway,
+            gateway_over([served.spec], tokens=tokens) as gateway,
             client_of(gateway, "auto", Asker()) as client,
         ):
             asked = await _ask(client)

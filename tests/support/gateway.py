@@ -28,7 +28,6 @@ from mcp.server.context import ServerRequestContext
 from skillward.cache.seam import ContentCache
 from skillward.core.config import Limits
 from skillward.edge.servers import ServerSpec
-from skillward.gateway._approval import StateCodec
 from skillward.gateway._http import serve_http
 from skillward.gateway._page import ApprovalPages
 from skillward.gateway._sessions import BookFactory, Sessions
@@ -38,6 +37,7 @@ from skillward.trust.approvals import ApprovalStorage
 from skillward.trust.audit import AuditTrail
 from skillward.trust.book import ApprovalBook
 from skillward.trust.policy import Policy
+from skillward.trust.tokens import ApprovalTokens
 
 MODES = ("auto", "legacy")
 
@@ -116,7 +116,7 @@ async def gateway_over(
     policy: Policy | None = None,
     audit: AuditTrail | None = None,
     limits: Limits | None = None,
-    codec: StateCodec | None = None,
+    tokens: ApprovalTokens | None = None,
     key: Any = by_client_name,
     sessions: int = 256,
     pages: ApprovalPages | None = None,
@@ -128,7 +128,7 @@ async def gateway_over(
         for spec in specs:
             await host.connect(spec)
         held = Sessions(host, store=store, limit=sessions, books=books)
-        yield Gateway(host, sessions=held, key=key, codec=codec, pages=pages)
+        yield Gateway(host, sessions=held, key=key, tokens=tokens, pages=pages)
 
 
 @asynccontextmanager

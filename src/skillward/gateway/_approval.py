@@ -1,23 +1,16 @@
 """Approval through the MCP host: what the person is asked (a form with one enum field),
 rendered from the pending approval's facts (``trust/pending.py``, which every prompt
-renders); what their answer means, and why one approves nothing; and the authenticated
-``request_state`` that carries a question across the 2026-07-28 input-required round trip.
+renders); what their answer means, and why one approves nothing.
 
 Nothing the model sends counts as consent: the decision comes only from the client's
 elicitation answer, and at 2026-07-28 only with a ``request_state`` this process signed
-for the same client session, skill and content, unexpired and not used before.
+(an approval token, ``trust/tokens.py``) for the same client session, skill and content,
+unexpired and not used before.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import json
-import secrets
-import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 
 from skillward.core.errors import printable
 from skillward.core.visible import LEGEND, visible
@@ -35,8 +28,6 @@ __all__ = [
     "NO_ANSWER_IN_TIME",
     "ON_THE_PAGE",
     "SCHEMA",
-    "StateCodec",
-    "StateError",
     "answer_for",
     "approval_message",
     "not_approved",
@@ -226,80 +217,3 @@ def not_approved(action: str, content: Mapping[str, object] | None) -> str:
     if isinstance(content, Mapping) and content.get(DECISION_FIELD) == "deny":
         return CHOSE_DENY
     return NOT_A_CHOICE
-
-
-class StateError(Exception):
-    """A ``request_state`` that this process did not sign for this question."""
-
-
-@dataclass(frozen=True, slots=True)
-class _State:
-    session: str
-    ref: str
-    digest: str | None
-    expires: float
-    nonce: str
-    extra: str
-
-
-class StateCodec:
-    """Signs and checks ``request_state``: HMAC-SHA256 with a key made per process, bound
-    to the client session, the qualified ref and the content hash, with an expiry, and
-    accepted once."""
-
-    def __init__(
-        self,
-        *,
-        lifetime: float = 600.0,
-        clock: Callable[[], float] = time.time,
-        key: bytes | None = None,
-    ) -> None:
-        self._key = key or secrets.token_bytes(32)
-        self._lifetime = lifetime
-        self._clock = clock
-        self._used: dict[str, float] = {}
-
-    def _mac(self, payload: bytes) -> str:
-        return hmac.new(self._key, payload, hashlib.sha256).hexdigest()
-
-    def sign(self, session: str, ref: str, digest: str | None, extra: str = "") -> str:
-        """A state for this question; ``extra`` (the approval page's id) comes back from
-        :meth:`check`."""
-        state = {
-            "s": session,
-            "r": ref,
-            "h": digest,
-            "e": self._clock() + self._lifetime,
-            "n": secrets.token_hex(16),
-            "x": extra,
-        }
-        payload = json.dumps(state, sort_keys=True, separators=(",", ":")).encode()
-        return base64.urlsafe_b64encode(payload).decode("ascii") + "." + self._mac(payload)
-
-    def check(self, token: object, *, session: str, ref: str, digest: str | None) -> str:
-        """Accept ``token`` once for exactly this question, and return its ``extra``;
-        raise StateError otherwise."""
-        if not isinstance(token, str) or len(token) > 4096 or token.count(".") != 1:
-            raise StateError("the request state is missing or malformed")
-        encoded, mac = token.split(".")
-        try:
-            payload = base64.urlsafe_b64decode(encoded.encode("ascii"))
-        except (ValueError, UnicodeEncodeError):
-            raise StateError("the request state is malformed") from None
-        # Bytes, not str: compare_digest refuses non-ASCII text, and the token is the client's.
-        if not hmac.compare_digest(self._mac(payload).encode(), mac.encode("utf-8", "replace")):
-            raise StateError("the request state was not issued by this gateway")
-        data = json.loads(payload)
-        state = _State(data["s"], data["r"], data["h"], float(data["e"]), data["n"], data["x"])
-        now = self._clock()
-        if state.expires < now:
-            raise StateError("the request state expired; ask again")
-        if state.session != session:
-            raise StateError("the request state belongs to another client session")
-        if state.ref != ref or state.digest != digest:
-            raise StateError("the skill changed between the question and the answer")
-        self._used = {n: e for n, e in self._used.items() if e >= now}
-        if state.nonce in self._used:
-            raise StateError("the request state was already used")
-        self._used[state.nonce] = state.expires
-        return state.extra

@@ -18,14 +18,13 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 
 from skillward.cache.seam import CacheKey, ContentCache
+from skillward.core.errors import AnswerRefused
 from skillward.core.verify import sha256_digest
 from skillward.core.visible import visible
 from skillward.gateway._approval import (
     CANCELLED,
     NO_ANSWER_IN_TIME,
     SCHEMA,
-    StateCodec,
-    StateError,
     approval_message,
     not_approved,
 )
@@ -33,6 +32,7 @@ from skillward.gateway._page import ApprovalPages, Page
 from skillward.gateway._sessions import ClientSession
 from skillward.trust.approvals import Changed
 from skillward.trust.pending import PendingApproval
+from skillward.trust.tokens import ApprovalTokens
 
 __all__ = [
     "COULD_NOT_ASK",
@@ -159,8 +159,9 @@ class Asker:
     """Puts one question to the person through the client; the answer counts only for the
     session, skill and content hash it was asked about."""
 
-    def __init__(self, codec: StateCodec, timeout: Callable[[], float]) -> None:
-        self.codec = codec
+    def __init__(self, tokens: ApprovalTokens, timeout: Callable[[], float]) -> None:
+        #: Signs and checks each 2026-07-28 round's ``request_state``.
+        self.tokens = tokens
         #: Seconds the person has to answer (read at each question).
         self.timeout = timeout
 
@@ -265,18 +266,24 @@ class Asker:
         return "accept", {"decision": decision}
 
     def _sign(self, question: Question, extra: str = "") -> str:
-        return self.codec.sign(question.session.key, question.ref, question.digest, extra)
+        return self.tokens.sign(
+            waiter=question.session.key,
+            ref=question.ref,
+            content_hash=question.digest,
+            extra=extra,
+        )
 
     def _check(self, question: Question, params: types.CallToolRequestParams) -> str:
         try:
-            return self.codec.check(
+            claims = self.tokens.verify(
                 params.request_state,
-                session=question.session.key,
+                waiter=question.session.key,
                 ref=question.ref,
-                digest=question.digest,
+                content_hash=question.digest,
             )
-        except StateError as error:
-            raise NotAnswered(str(error)) from None
+        except AnswerRefused as error:
+            raise NotAnswered(error.message) from None
+        return claims.extra
 
 
 def _refusal(action: str) -> NotAnswered:

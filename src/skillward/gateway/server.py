@@ -43,7 +43,6 @@ from skillward.gateway._approval import (
     CANCELLED,
     ELICITED,
     ON_THE_PAGE,
-    StateCodec,
     answer_for,
     approval_message,
     not_approved,
@@ -72,6 +71,7 @@ from skillward.host.types import Activation
 from skillward.trust.approvals import Answer
 from skillward.trust.audit import as_client
 from skillward.trust.pending import PendingApproval
+from skillward.trust.tokens import ApprovalTokens
 
 __all__ = ["Gateway", "serve_stdio", "session_key"]
 
@@ -141,7 +141,7 @@ class Gateway:
         host: SkillHost,
         *,
         sessions: Sessions,
-        codec: StateCodec | None = None,
+        tokens: ApprovalTokens | None = None,
         approval_timeout: float = 600.0,
         name: str = "skillward-gateway",
         version: str = "",
@@ -155,9 +155,10 @@ class Gateway:
         self.pages = pages
         self._key = key
         self.sessions = sessions
-        self.codec = codec or StateCodec()
+        #: Signs each 2026-07-28 question's ``request_state`` (a key made per process).
+        self.tokens = tokens or ApprovalTokens()
         self.approval_timeout = approval_timeout
-        self.asker = Asker(self.codec, lambda: self.approval_timeout)
+        self.asker = Asker(self.tokens, lambda: self.approval_timeout)
         self.bus = InMemorySubscriptionBus()
         self._shown = self._catalog_shown()
         self.server: Server[Any] = _GatewayServer(
