@@ -29,7 +29,7 @@ from skillward.trust.approvals import Answer, Decision, Grants, Scope
 from skillward.trust.audit import AuditTrail, read_events
 from skillward.trust.book import ApprovalBook
 from skillward.trust.gates import CrossOriginRequest, ExecutionRequest
-from skillward.trust.policy import GrantKind, GrantMode, NoPolicy
+from skillward.trust.policy import EffectivePolicy, GrantKind, GrantMode, NoPolicy, Policy
 from tests.support.approvals import Scripted, yes
 from tests.support.doubles import CrossOrigin, Execution
 from tests.support.gated import (
@@ -43,6 +43,7 @@ from tests.support.gated import (
     serve,
 )
 from tests.support.keys import MemoryKeys
+from tests.support.policies import PolicyDirs
 from tests.support.trees import skill_md, write
 
 pytestmark = pytest.mark.anyio
@@ -71,11 +72,12 @@ class World:
         execution: Execution | RememberingGate | None = None,
         cross_origin: CrossOrigin | None = None,
         config: HostConfig | None = None,
-        policy: NoPolicy | None = None,
+        policy: Policy | None = None,
     ) -> AsyncIterator[SkillHost]:
         self.prompter.answers.extend(answers)
         audit = AuditTrail(self.audit_path)
-        book = ApprovalBook(self.prompter, store=self.store, audit=audit)
+        rules = policy.approval_rules(self.store) if isinstance(policy, EffectivePolicy) else None
+        book = ApprovalBook(self.prompter, store=self.store, audit=audit, rules=rules)
         with anyio.fail_after(30):
             async with SkillHost(
                 config=config,
@@ -520,6 +522,47 @@ async def test_an_administrator_can_forbid_execution_and_cross_origin_reads_with
             await host.read_resource("b", "skill://elsewhere/secrets.md")
     assert execution.asked == []
     assert cross.asked == []
+
+
+@pytest.mark.threat("T13")
+@pytest.mark.threat("T14")
+@pytest.mark.threat("T16")
+async def test_each_refusal_by_the_users_own_policy_file_says_it_is_their_rule(
+    world: World,
+) -> None:
+    dirs = PolicyDirs(world.tmp / "policy")
+    dirs.admin('version = 1\ncontact = "IT desk"\n')
+    path = dirs.user(
+        'version = 1\n[grants]\nallowed_tools = "never"\nexecution = "never"\n'
+        'cross_origin = "never"\n'
+    )
+    execution, cross = Execution(Decision.APPROVE), CrossOrigin(Decision.APPROVE)
+    async with world.host(
+        grant(Scope.SESSION), execution=execution, cross_origin=cross, policy=dirs.load()
+    ) as host:
+        activation = await host.activate("a:deploy")
+        with pytest.raises(ExecutionDenied) as ran:
+            await host.authorize_execution("bash")
+        with pytest.raises(CrossOriginDenied) as read:
+            await host.read_resource("b", "skill://elsewhere/secrets.md")
+    assert activation.granted_tools == ()
+    assert activation.tools_refused is not None
+    for said in (activation.tools_refused, ran.value.message, read.value.message):
+        assert f"in {path}:" in said
+        assert "(your own policy file)" in said
+        assert "administrator" not in said
+        assert "IT desk" not in said  # the administrator has no say over the user's rule
+    for error in (ran.value, read.value):
+        assert error.whose == "your own policy file"
+        assert f"your own policy file, {path}: edit it" in error.hint
+    assert execution.asked == []
+    assert cross.asked == []
+    reasons = [e.reason for e in read_events(world.audit_path).events if e.event == "policy_denial"]
+    assert reasons == [
+        "your own policy file forbids granting requested tools",
+        "your own policy file forbids execution",
+        "your own policy file forbids reads across servers",
+    ]
 
 
 # --- the audit trail ----------------------------------------------------------------------

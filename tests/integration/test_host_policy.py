@@ -369,6 +369,29 @@ async def test_a_denied_skill_cannot_be_reviewed_and_nothing_of_it_is_fetched(
     assert all(e.identity is not None and e.content_hash is not None for e in denials)
 
 
+@pytest.mark.threat("T40")
+async def test_a_server_or_skill_the_users_own_policy_file_refuses_is_audited_as_theirs(
+    dirs: PolicyDirs, hostile: tuple[ServerSpec, HostileState], tmp_path: Path
+) -> None:
+    spec, _ = hostile
+    dirs.admin('version = 1\ncontact = "IT desk"\n')
+    dirs.user('version = 1\n[servers]\ndeny = ["blocked"]\n[skills]\ndeny = ["skill://good/**"]\n')
+    audit = AuditTrail(tmp_path / "audit.jsonl")
+    with anyio.fail_after(30):
+        async with SkillHost(approver=Approving(), policy=dirs.load(), audit=audit) as host:
+            await host.connect(spec)
+            with pytest.raises(PolicyDenied) as skill:
+                await host.approval_request("good")
+            with pytest.raises(PolicyDenied) as server:
+                await host.connect(ServerSpec(label="blocked", transport=spec.transport))
+    assert skill.value.whose == server.value.whose == "your own policy file"
+    reasons = [e.reason for e in read_events(tmp_path / "audit.jsonl").events]
+    assert reasons == [
+        "your own policy file does not allow this skill",
+        "your own policy file does not allow this server",
+    ]
+
+
 # --- pins ---------------------------------------------------------------------------------
 
 

@@ -224,7 +224,11 @@ def test_tools_too_long_to_show_whole_are_refused_with_the_reason() -> None:
     tight = dataclasses.replace(shown, max_shown_tools=100)
     assert tight.tools_refused is not None
     policy = dataclasses.replace(shown, tools_grantable=False)
-    assert policy.tools_refused == "the administrator's policy forbids granting them"
+    assert policy.tools_refused == "the policy forbids granting them"  # whose is unknown
+    ruled = dataclasses.replace(policy, tools_rule="grants.allowed_tools = 'never' in host code")
+    assert ruled.tools_refused == (
+        "the policy forbids granting them: rule grants.allowed_tools = 'never' in host code"
+    )
 
 
 @pytest.mark.threat("T14")

@@ -23,7 +23,15 @@ from skillward.trust._policyfile import parse_policy_data
 from skillward.trust._policyload import admin_policy_dir
 from skillward.trust._store import FileApprovalStore
 from skillward.trust.approvals import ActivationRequest, ApprovalRules, Scope, content_hash
-from skillward.trust.policy import EffectivePolicy, GrantKind, NoPolicy, PolicyLayer, _skill_matches
+from skillward.trust.policy import (
+    EffectivePolicy,
+    GrantKind,
+    GrantMode,
+    NoPolicy,
+    PolicyLayer,
+    _skill_matches,
+    refusal,
+)
 from tests.support.approvals import HTTP, make_entry, make_request
 from tests.support.keys import MemoryKeys
 from tests.support.policies import ALLOWED, PolicyDirs, http_server, stdio_server
@@ -545,6 +553,63 @@ def test_grant_modes_answer_each_kind_from_its_own_key(dirs: PolicyDirs) -> None
     assert policy.grant_mode("cross_origin") == "prompt"
     assert policy.grant_mode("launch_missiles") == "never"  # type: ignore[arg-type]
     assert NoPolicy().grant_mode("execution") == "prompt"
+
+
+def test_why_a_grant_is_refused_names_whose_rule_it_is(dirs: PolicyDirs) -> None:
+    dirs.admin('version = 1\ncontact = "IT desk"\n[grants]\nexecution = "never"\n')
+    path = dirs.user('version = 1\n[grants]\nallowed_tools = "never"\ncross_origin = "prompt"\n')
+    policy = dirs.load(host={"version": 1, "grants": {"cross_origin": "never"}})
+    tools = policy.why_refused("allowed_tools")
+    assert tools is not None
+    assert tools.whose == "your own policy file"
+    assert tools.rule == f"grants.allowed_tools = 'never' in {path}:3 (your own policy file)"
+    assert f"your own policy file, {path}: edit it" in tools.hint
+    assert "administrator" not in tools.rule + tools.hint
+    execution = policy.why_refused("execution")
+    assert execution is not None
+    assert execution.whose == "the administrator's policy"
+    assert "(the administrator's; contact: IT desk)" in execution.rule
+    cross = policy.why_refused("cross_origin")
+    assert cross is not None
+    assert cross.whose == "the host's own policy"
+    assert "sets this rule in its code" in cross.hint
+    assert dirs.load().why_refused("cross_origin") is None  # a person may be asked
+
+
+def test_why_a_grant_is_refused_headless_or_in_lockdown_says_so(dirs: PolicyDirs) -> None:
+    path = dirs.user('version = 1\n[grants]\nexecution = "prompt"\n')
+    headless = dirs.load(headless=True).why_refused("execution")
+    assert headless is not None
+    assert headless.whose == "your own policy file"
+    said = f"in {path}:3 (your own policy file), and no one can be asked here"
+    assert headless.rule.endswith(said)
+    dirs.admin_dir.mkdir(parents=True)
+    dirs.admin_dir.chmod(0o775)
+    locked = dirs.load().why_refused("execution")
+    assert locked is not None
+    assert locked.whose == "the administrator's policy"
+    assert "is group-writable" in locked.rule
+
+
+def test_a_refusal_by_a_policy_of_the_hosts_own_is_the_hosts(dirs: PolicyDirs) -> None:
+    class NoExecution(NoPolicy):
+        def grant_mode(self, kind: GrantKind) -> GrantMode:
+            return "never"
+
+    refused = refusal(NoExecution(), "execution")
+    assert refused.whose == "the host's own policy"
+    assert "NoExecution.grant_mode('execution')" in refused.rule
+    assert "administrator" not in refused.rule + refused.hint
+    dirs.user('version = 1\n[grants]\nexecution = "never"\n')
+    assert refusal(dirs.load(), "execution").whose == "your own policy file"
+
+
+def test_a_server_or_skill_refused_says_whose_rule_refused_it(dirs: PolicyDirs) -> None:
+    dirs.user('version = 1\n[servers]\ndeny = ["acme"]\n[skills]\ndeny = ["skill://acme/**"]\n')
+    assert refused(dirs.load(), http_server("acme")).whose == "your own policy file"
+    assert refused_skill(dirs.load()).whose == "your own policy file"
+    admin = dirs.load(host={"version": 1, "servers": {"deny": ["beta"]}})
+    assert refused(admin, http_server("beta")).whose == "the host's own policy"
 
 
 # --- limits, cache and approvals --------------------------------------------------------------

@@ -52,6 +52,7 @@ from skillward.trust.approvals import (
     grantable,
 )
 from skillward.trust.pending import Deciding, PendingApproval
+from skillward.trust.policy import refusal
 
 __all__ = ["Activator"]
 
@@ -286,7 +287,8 @@ class Activator:
                 "policy_denial",
                 "denied",
                 record,
-                reason="the administrator's policy forbids granting requested tools",
+                reason=f"{refusal(self._shared.policy, 'allowed_tools').whose} forbids "
+                "granting requested tools",
                 gate="allowed_tools",
             )
             return ()

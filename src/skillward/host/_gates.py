@@ -26,7 +26,7 @@ from skillward.trust.gates import (
     ExecutionGate,
     ExecutionRequest,
 )
-from skillward.trust.policy import EffectivePolicy, Policy
+from skillward.trust.policy import EffectivePolicy, Policy, refusal
 
 __all__ = ["Gates", "as_decision", "async_seam", "check_rules"]
 
@@ -110,14 +110,15 @@ class Gates:
             )
 
         if self._shared.grant_mode("cross_origin") != "prompt":
-            record(
-                "policy_denial", "denied", "the administrator's policy forbids reads across servers"
-            )
+            refused = refusal(self._shared.policy, "cross_origin")
+            record("policy_denial", "denied", f"{refused.whose} forbids reads across servers")
             raise CrossOriginDenied(
-                f"the administrator's policy forbids a read against server {server!r} while "
-                f"text from {named} is in context",
+                f"refused by policy: a read against server {server!r} while text from "
+                f"{named} is in context; rule {refused.rule}",
                 server=server,
                 uri=uri,
+                hint=refused.hint or None,
+                whose=refused.whose,
             )
         request = CrossOriginRequest(acting=others, target=server, uri=uri)
         answer = as_decision(await self._cross_origin.decide(request), self._cross_origin)
@@ -169,10 +170,15 @@ class Gates:
             return ExecutionDenied(message, server=key.origin, uri=key.locator)
 
         if self._shared.grant_mode("execution") != "prompt":
-            audit("policy_denial", "denied", "the administrator's policy forbids execution")
-            raise refused(
-                f"the administrator's policy forbids running {tool!r} while acting on "
-                f"skills from server {key.origin!r}"
+            policy = refusal(self._shared.policy, "execution")
+            audit("policy_denial", "denied", f"{policy.whose} forbids execution")
+            raise ExecutionDenied(
+                f"refused by policy: running {tool!r} while acting on skills from server "
+                f"{key.origin!r}; rule {policy.rule}",
+                server=key.origin,
+                uri=key.locator,
+                hint=policy.hint or None,
+                whose=policy.whose,
             )
         request = self._shared.approval_request(record)
         approver = self._approver

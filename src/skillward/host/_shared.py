@@ -45,7 +45,7 @@ from skillward.host._window import ActingWindow
 from skillward.host.types import Activation, HostConfig
 from skillward.trust.approvals import ActivationRequest, Approver, content_hash, revoke_approval
 from skillward.trust.audit import AuditTrail, EventKind, GateKind, Outcome
-from skillward.trust.policy import GrantKind, GrantMode, Policy
+from skillward.trust.policy import GrantKind, GrantMode, Policy, refusal
 
 __all__ = ["Shared"]
 
@@ -158,13 +158,13 @@ class Shared:
         """The policy's word on connecting ``spec``, every time it is connected."""
         try:
             self.policy.check_server(spec)
-        except PolicyDenied:
+        except PolicyDenied as denied:
             self.audit.record(
                 "policy_denial",
                 "denied",
                 label=spec.label,
                 identity=spec.identity,
-                reason="the administrator's policy does not allow this server",
+                reason=f"{denied.whose or 'the policy'} does not allow this server",
             )
             raise
 
@@ -310,15 +310,17 @@ class Shared:
         async def view() -> str:
             return await self._skill_md(record)
 
+        grantable = self.grant_mode("allowed_tools") == "prompt"
         return ActivationRequest(
             record,
             nested_in=self.enclosing(record),
             identity=identity,
             collisions=collisions,
-            tools_grantable=self.grant_mode("allowed_tools") == "prompt",
+            tools_grantable=grantable,
             viewer=view,
             max_shown_tools=self.limits.max_shown_tools,
             ref=qualified,
+            tools_rule=None if grantable else refusal(self.policy, "allowed_tools").rule,
         )
 
     async def view_skill_md(self, record: SkillRecord) -> str:
@@ -344,12 +346,12 @@ class Shared:
         refusal is recorded, then raised."""
         try:
             self.policy.check_activation(request)
-        except PolicyDenied:
+        except PolicyDenied as denied:
             self.record(
                 "policy_denial",
                 "denied",
                 request.record,
-                reason="the administrator's policy does not allow this skill",
+                reason=f"{denied.whose or 'the policy'} does not allow this skill",
                 gate="activation",
             )
             raise

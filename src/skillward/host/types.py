@@ -105,7 +105,7 @@ class Activation:
     #: default); for a local skill, its ``allowed-tools`` unchanged (the host's rules).
     granted_tools: tuple[str, ...] = ()
     #: Why none of the requested tools could be granted (an MCP skill's), if that is so:
-    #: the administrator's policy, or tools too long to show whole.
+    #: the policy (its rule, and whose it is), or tools too long to show whole.
     tools_refused: str | None = None
     #: ``approvals.content_hash`` of the pinned entry, computed once for the audit trail.
     content_hash: str | None = None

@@ -155,7 +155,7 @@ class ActivationRequest:
     identity: str | None = None
     #: Collisions that involve this skill (same names elsewhere, look-alike paths or labels).
     collisions: tuple[str, ...] = ()
-    #: False when an administrator's policy forbids granting the tools it requests
+    #: False when the policy forbids granting the tools it requests
     #: (:attr:`tools_refused` says every reason none can be granted).
     tools_grantable: bool = True
     #: Shows SKILL.md to the person before they decide (never to the model).
@@ -164,6 +164,10 @@ class ActivationRequest:
     max_shown_tools: int = Limits().max_shown_tools
     #: The qualified reference (``label:name``) the host's catalog names it by, when known.
     ref: str | None = None
+    #: The policy's rule that forbids granting its tools, when it does: its value, where
+    #: it is set and whose it is (the user's own policy file, the administrator's, the
+    #: host's code), as ``EffectivePolicy.why_refused`` says it.
+    tools_rule: str | None = None
 
     @property
     def key(self) -> SkillKey:
@@ -186,10 +190,11 @@ class ActivationRequest:
     @property
     def tools_refused(self) -> str | None:
         """Why none of the requested tools can be granted, in words for the person (the
-        administrator's policy, or tools too long to show whole: nothing is granted that
-        a person was not shown); None when they can be asked about."""
+        policy, naming its rule and whose it is, or tools too long to show whole: nothing
+        is granted that a person was not shown); None when they can be asked about."""
         if not self.tools_grantable:
-            return "the administrator's policy forbids granting them"
+            rule = f": rule {self.tools_rule}" if self.tools_rule else ""
+            return f"the policy forbids granting them{rule}"
         shown = shown_length(self.requested_tools)
         if shown > self.max_shown_tools:
             return (

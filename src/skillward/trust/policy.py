@@ -65,8 +65,10 @@ __all__ = [
     "Pin",
     "Policy",
     "PolicyLayer",
+    "Refusal",
     "Setting",
     "Source",
+    "refusal",
 ]
 
 #: The grants a person may be asked for while the model acts on an MCP skill.
@@ -132,6 +134,27 @@ class Lockdown:
             f"the policy cannot be used: {self.path} {self.reason}; no server may connect "
             "and nothing is remembered until it is fixed"
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why the policy refuses something without asking anyone, and whose rule it is."""
+
+    #: Whose rule it is, in a few words: ``"your own policy file"``, ``"the
+    #: administrator's policy"`` or ``"the host's own policy"`` (the application's code).
+    whose: str
+    #: The rule as a refusal names it: its value, where it is set, whose it is.
+    rule: str
+    #: Who can change it, and how, for the person refused.
+    hint: str
+
+
+#: Whose rule a layer's settings are, in a few words.
+_WHOSE: dict[LayerKind, str] = {
+    "admin": "the administrator's policy",
+    "user": "your own policy file",
+    "host": "the host's own policy",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -464,6 +487,23 @@ class EffectivePolicy:
                         uri=entry.uri,
                     )
 
+    def why_refused(self, kind: GrantKind) -> Refusal | None:
+        """Why :meth:`grant_mode` refuses ``kind`` unasked, and whose rule that is (the
+        user's own policy file, the administrator's, the host's code); None when a
+        person may be asked."""
+        if self.grant_mode(kind) == "prompt":
+            return None
+        if self.lockdown is not None:
+            hint = self.lockdown.hint or "Fix the file or directory named."
+            return Refusal(_WHOSE["admin"], self.lockdown.message, hint)
+        setting = self._scalars.get(f"grants.{kind}")
+        if setting is None:  # a kind this policy does not know
+            return Refusal("the policy", f"{kind!r} is no grant the policy knows", "")
+        rule = self._rule(setting)
+        if setting.value == "prompt":  # headless
+            rule += ", and no one can be asked here"
+        return Refusal(_WHOSE[setting.layer], rule, self._who_changes(setting))
+
     def grant_mode(self, kind: GrantKind) -> GrantMode:
         if self.lockdown is not None:
             return "never"
@@ -608,6 +648,7 @@ class EffectivePolicy:
             server=server,
             uri=uri,
             hint=self._who_changes(rule),
+            whose=_WHOSE[rule.layer],
         )
 
     def _check_lockdown(self, *, server: str, uri: str | None = None) -> None:
@@ -618,6 +659,7 @@ class EffectivePolicy:
                 uri=uri,
                 hint=self.lockdown.hint
                 or "Fix the file or directory named, then run `skillward policy show`.",
+                whose=_WHOSE["admin"],
             )
 
     def _check_dynamic(self, label: str, uri: str) -> None:
@@ -650,3 +692,18 @@ class EffectivePolicy:
                 shown = [e.value for e in allow.entries]
                 rule = Setting(allow.key, shown, allow.source, allow.contact, allow.layer)
                 raise self._denied(f"{what} is not in {allow.key}", rule, server=server, uri=uri)
+
+
+def refusal(policy: Policy, kind: GrantKind) -> Refusal:
+    """Why ``policy`` refuses ``kind`` unasked (its :meth:`~Policy.grant_mode` is not
+    ``"prompt"``): an :class:`EffectivePolicy` says whose rule it is; a policy of the
+    host's own is the host's."""
+    if isinstance(policy, EffectivePolicy):
+        refused = policy.why_refused(kind)
+        if refused is not None:
+            return refused
+    return Refusal(
+        "the host's own policy",
+        f"{type(policy).__name__}.grant_mode({kind!r}) is not 'prompt' (the host's own policy)",
+        "The application running skillward sets this policy in its code: only it can change it.",
+    )
