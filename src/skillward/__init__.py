@@ -73,7 +73,12 @@ if TYPE_CHECKING:
         UnverifiableSkill,
         UsageError,
     )
-    from skillward.core.frontmatter import SkillDocument, check_frontmatter, parse_skill_md
+    from skillward.core.frontmatter import (
+        JsonValue,
+        SkillDocument,
+        check_frontmatter,
+        parse_skill_md,
+    )
     from skillward.core.labels import normalise_label
     from skillward.core.origins import Origin, SkillKey
     from skillward.core.registry import Collision, Declined, SkillRecord
@@ -115,19 +120,25 @@ if TYPE_CHECKING:
         ApprovalRecord,
         ApprovalRules,
         ApprovalStorage,
+        Approved,
         ApproveOnce,
         Approver,
+        Change,
+        Changed,
         Decision,
         DenyAll,
         Granting,
         Grants,
+        NeverApproved,
         Prompter,
         Question,
         Scope,
         UnsafeApproveAll,
+        Verdict,
         assess,
+        content_hash,
     )
-    from skillward.trust.audit import AuditEvent, AuditTrail
+    from skillward.trust.audit import AuditEvent, AuditLog, AuditTrail, read_events
     from skillward.trust.book import ApprovalBook
     from skillward.trust.gates import (
         CrossOriginGate,
@@ -138,7 +149,7 @@ if TYPE_CHECKING:
         ExecutionRequest,
     )
     from skillward.trust.pending import ApprovalFacts, PendingApproval
-    from skillward.trust.policy import EffectivePolicy, Lockdown, NoPolicy, Pin, Policy
+    from skillward.trust.policy import EffectivePolicy, Lockdown, NoPolicy, Pin, Policy, Refusal
 
 __all__ = [
     "TOOL_SCHEMAS",
@@ -155,12 +166,16 @@ __all__ = [
     "ApprovalStorage",
     "ApprovalTimedOut",
     "ApproveOnce",
+    "Approved",
     "Approver",
     "AuditEvent",
+    "AuditLog",
     "AuditTrail",
     "CacheKey",
     "CapabilityMissing",
     "CatalogItem",
+    "Change",
+    "Changed",
     "Collision",
     "ConfigError",
     "ContentCache",
@@ -193,10 +208,12 @@ __all__ = [
     "InvalidEntry",
     "InvalidResponse",
     "InvalidUri",
+    "JsonValue",
     "Limits",
     "ListingRunaway",
     "LocalSkillDir",
     "Lockdown",
+    "NeverApproved",
     "NoCache",
     "NoPolicy",
     "NoTerminal",
@@ -211,6 +228,7 @@ __all__ = [
     "Prompter",
     "Question",
     "ReactivationRequired",
+    "Refusal",
     "RememberUnavailable",
     "ResourceUri",
     "ResponseTooLarge",
@@ -248,9 +266,11 @@ __all__ = [
     "UnsafeApproveAll",
     "UnverifiableSkill",
     "UsageError",
+    "Verdict",
     "__version__",
     "assess",
     "check_frontmatter",
+    "content_hash",
     "default_local_dirs",
     "load_mcp_servers",
     "load_policy",
@@ -261,6 +281,7 @@ __all__ = [
     "parse_skills_page",
     "parse_uri",
     "policy_schema",
+    "read_events",
     "resolve_reference",
 ]
 
@@ -311,7 +332,12 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "UnverifiableSkill",
         "UsageError",
     ),
-    "skillward.core.frontmatter": ("SkillDocument", "check_frontmatter", "parse_skill_md"),
+    "skillward.core.frontmatter": (
+        "JsonValue",
+        "SkillDocument",
+        "check_frontmatter",
+        "parse_skill_md",
+    ),
     "skillward.core.labels": ("normalise_label",),
     "skillward.core.origins": ("Origin", "SkillKey"),
     "skillward.core.registry": ("Collision", "Declined", "SkillRecord"),
@@ -353,19 +379,25 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "ApprovalRecord",
         "ApprovalRules",
         "ApprovalStorage",
+        "Approved",
         "ApproveOnce",
         "Approver",
+        "Change",
+        "Changed",
         "Decision",
         "DenyAll",
         "Granting",
         "Grants",
+        "NeverApproved",
         "Prompter",
         "Question",
         "Scope",
         "UnsafeApproveAll",
+        "Verdict",
         "assess",
+        "content_hash",
     ),
-    "skillward.trust.audit": ("AuditEvent", "AuditTrail"),
+    "skillward.trust.audit": ("AuditEvent", "AuditLog", "AuditTrail", "read_events"),
     "skillward.trust.book": ("ApprovalBook",),
     "skillward.trust.gates": (
         "CrossOriginGate",
@@ -376,7 +408,14 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "ExecutionRequest",
     ),
     "skillward.trust.pending": ("ApprovalFacts", "PendingApproval"),
-    "skillward.trust.policy": ("EffectivePolicy", "Lockdown", "NoPolicy", "Pin", "Policy"),
+    "skillward.trust.policy": (
+        "EffectivePolicy",
+        "Lockdown",
+        "NoPolicy",
+        "Pin",
+        "Policy",
+        "Refusal",
+    ),
 }
 _WHERE = {name: module for module, names in _MODULES.items() for name in names}
 

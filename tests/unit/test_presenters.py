@@ -9,10 +9,14 @@ import html
 import io
 import json
 from collections.abc import Callable
+from typing import Any
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from rich.console import Console
 
+from skillward.core.errors import SkillwardError
 from skillward.core.origins import SkillKey
 from skillward.gateway._approval import approval_message, read_in_a_terminal
 from skillward.gateway._page import Page
@@ -84,3 +88,58 @@ def test_the_facts_are_json_for_a_web_or_socket_approval() -> None:
     assert data["scopes"] == ["once", "session"]
     assert [f["path"] for f in data["files"]] == ["SKILL.md", "notes.md", "scripts/run.sh"]
     assert ApprovalFacts.model_validate(data, strict=False) == facts
+
+
+#: Frontmatter values a server may write that JSON (or a UI) could trip on.
+HOSTILE: dict[str, Any] = {
+    "hooks": {
+        "pre": [float("nan"), float("inf"), 10**40, "\x1b[2J\u202e", None, True, {"deep": [[]]}]
+    },
+    "allowed-tools": {"Bash": ["rm -rf /", 1.5e308]},
+}
+
+
+@pytest.mark.threat("T26")
+def test_hostile_frontmatter_reaches_a_request_as_json_and_its_facts_round_trip() -> None:
+    request = make_request(make_entry(extra=HOSTILE))
+    for value in (request.allowed_tools, request.hooks):
+        assert json.loads(json.dumps(value, allow_nan=False)) == value
+    # NaN and infinity are no JSON: null, as the listing's frontmatter holds them.
+    pre: list[object] = [None, None, 10**40, "\x1b[2J\u202e", None, True, {"deep": [[]]}]
+    assert request.hooks == {"pre": pre}
+    facts = ApprovalFacts.of(request)  # what a host's own approver sends its UI
+    text = json.dumps(facts.to_json(), allow_nan=False)
+    assert json.loads(text) == facts.to_json()
+    assert ApprovalFacts.model_validate_json(text) == facts
+    # Shown as written, in JSON: a UI can read the value back whole.
+    assert facts.hooks is not None
+    assert facts.unparsed_tools is not None
+    assert json.loads(facts.hooks) == request.hooks
+    assert json.loads(facts.unparsed_tools) == request.allowed_tools
+    assert facts.requested_tools == ()  # nothing is granted from a field in another form
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(hooks=JSON, tools=JSON)
+@settings(max_examples=60, deadline=None)
+def test_any_frontmatter_value_a_listing_takes_is_json_in_the_request_and_its_facts(
+    hooks: Any, tools: Any
+) -> None:
+    try:
+        entry = make_entry(extra={"hooks": hooks, "allowed-tools": tools})
+    except (ValueError, SkillwardError):
+        assume(False)  # a value the listing refuses never reaches a request
+        return
+    request = make_request(entry)
+    for value in (request.allowed_tools, request.hooks):
+        assert json.loads(json.dumps(value, allow_nan=False)) == value
+    facts = ApprovalFacts.of(request)
+    assert ApprovalFacts.model_validate_json(json.dumps(facts.to_json(), allow_nan=False)) == facts

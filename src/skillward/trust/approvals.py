@@ -35,7 +35,7 @@ from typing import Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from skillward.core.config import Limits
-from skillward.core.frontmatter import allowed_tools
+from skillward.core.frontmatter import JsonValue, allowed_tools
 from skillward.core.origins import SkillKey
 from skillward.core.registry import SkillRecord
 from skillward.core.verify import sha256_digest
@@ -173,13 +173,15 @@ class ActivationRequest:
     def key(self) -> SkillKey:
         return self.record.key
 
-    def _frontmatter(self) -> Mapping[str, object]:
+    def _frontmatter(self) -> Mapping[str, JsonValue]:
         entry = self.record.entry
         return entry.frontmatter.as_dict() if entry is not None else {}
 
     @property
-    def allowed_tools(self) -> object:
-        """The ``allowed-tools`` the skill requests (a request, never a grant)."""
+    def allowed_tools(self) -> JsonValue:
+        """The ``allowed-tools`` the skill requests (a request, never a grant), as the
+        listing's frontmatter carries it: a JSON value (``json.dumps`` takes it; a number
+        JSON cannot hold, such as NaN, is None), None when there is none."""
         return self._frontmatter().get("allowed-tools")
 
     @property
@@ -204,8 +206,9 @@ class ActivationRequest:
         return None
 
     @property
-    def hooks(self) -> object:
-        """The ``hooks`` the frontmatter declares (shown; never run, never granted)."""
+    def hooks(self) -> JsonValue:
+        """The ``hooks`` the frontmatter declares (shown; never run, never granted), a
+        JSON value as :attr:`allowed_tools` is; None when there are none."""
         return self._frontmatter().get("hooks")
 
     @property
@@ -471,21 +474,27 @@ class Change:
 
 @dataclass(frozen=True, slots=True)
 class Approved:
+    """A :class:`Verdict`: a recorded approval covers exactly this content."""
+
     #: The record that approves it (None for a local skill approved this session).
     record: ApprovalRecord | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Changed:
+    """A :class:`Verdict`: the skill was approved, and differs now from what was (or the
+    approval was revoked): it is asked about again, showing the :class:`Change`."""
+
     record: ApprovalRecord
     change: Change
 
 
 @dataclass(frozen=True, slots=True)
 class NeverApproved:
-    pass
+    """A :class:`Verdict`: nothing recorded approves the skill."""
 
 
+#: What the records say of a skill (:func:`assess`): approved, changed or never approved.
 Verdict = Approved | Changed | NeverApproved
 
 

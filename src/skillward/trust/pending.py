@@ -19,10 +19,12 @@ medium, and shows what is approved or granted in its visible form
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+import json
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
+from skillward.core.frontmatter import JsonValue
 from skillward.core.visible import shown_length
 from skillward.core.wire import SkillEntry
 from skillward.trust.approvals import (
@@ -117,7 +119,7 @@ class ApprovalFacts(_Facts):
     #: ``allowed-tools`` parsed as the spec writes it: requests, never grants.
     requested_tools: tuple[str, ...]
     #: ``allowed-tools`` as written, when it is not the spec's space-separated string
-    #: (nothing can be granted then).
+    #: (nothing can be granted then): a string itself, any other value as JSON text.
     unparsed_tools: str | None
     #: Why none of the requested tools can be granted, or None when they can be asked about.
     tools_refused: str | None
@@ -126,7 +128,8 @@ class ApprovalFacts(_Facts):
     #: The person already chose to grant the requested tools with the approval
     #: (``skillward approve --grant-tools``).
     grant_tools: bool
-    #: The frontmatter's ``hooks`` as written: shown, never run or granted.
+    #: The frontmatter's ``hooks`` as written (a string itself, any other value as JSON
+    #: text): shown, never run or granted.
     hooks: str | None
     #: Other SKILL.md files inside it, by path from the root: plain files, not skills it
     #: approves.
@@ -165,9 +168,19 @@ class ApprovalFacts(_Facts):
             for uri in uris
         ]
 
+    def to_json(self) -> dict[str, Any]:
+        """The facts as JSON (``json.dumps`` takes them), for a web page, a socket or a
+        host's own UI: every field, ``scopes`` as their values, ``change`` and ``files``
+        as objects; ``ApprovalFacts.model_validate_json`` reads them back."""
+        return self.model_dump(mode="json")
+
     @classmethod
-    def of(cls, question: Question) -> ApprovalFacts:
-        """The facts of ``question``: its request, what changed, why remember is not offered."""
+    def of(cls, question: Question | ActivationRequest) -> ApprovalFacts:
+        """The facts of ``question``: its request, what changed, why remember is not
+        offered. A bare request (what a host's own approver is given) is a question with
+        no change, whose ``remember`` is offered."""
+        if isinstance(question, ActivationRequest):
+            question = Question(question)
         request = question.request
         record = request.record
         entry = record.entry
@@ -195,11 +208,11 @@ class ApprovalFacts(_Facts):
             files=file_facts(entry) if entry is not None else (),
             change=question.change,
             requested_tools=tools,
-            unparsed_tools=str(raw_tools) if raw_tools and not tools else None,
+            unparsed_tools=_written(raw_tools) if raw_tools and not tools else None,
             tools_refused=request.tools_refused if tools else None,
             tools_shown=shown_length(tools) <= request.max_shown_tools,
             grant_tools=question.grant_tools,
-            hooks=str(request.hooks) if request.hooks else None,
+            hooks=_written(request.hooks) if request.hooks else None,
             nested_skill_files=tuple(
                 uri.removeprefix(f"{root}/") for uri in request.nested_skill_files
             ),
@@ -209,6 +222,13 @@ class ApprovalFacts(_Facts):
             remember_unavailable=question.remember_unavailable,
             max_shown=request.max_shown_tools,
         )
+
+
+def _written(value: JsonValue) -> str:
+    """A frontmatter value as written: a string itself, anything else as JSON text."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
 
 
 class PendingApproval:
