@@ -14,6 +14,8 @@ Modes:
 * ``nested``: the ``skills/list`` result carries 100,000 levels of nested JSON (stdio
   only: written as raw JSON-RPC lines, since no serializer would produce it);
 * ``die-on-read``: the process exits in the middle of answering ``resources/read``;
+* ``hang-up-list``: answers the first ``skills/list`` page (``HANG_UP_PAGE`` skills, and a
+  ``nextCursor``), and exits when asked for the next, while the client builds the first;
 * ``ok``: behaves (used for a healthy second server, with ``--pid``);
 * ``plain``: an MCP server without the skills extension;
 * ``huge-read``: answers ``resources/read`` of any ``email.md`` with 32 MiB;
@@ -56,10 +58,13 @@ MODES = (
     "endless",
     "nested",
     "die-on-read",
+    "hang-up-list",
     "huge-read",
     "huge-frontmatter",
     "linger",
 )
+#: How many skills the first page of ``hang-up-list`` lists.
+HANG_UP_PAGE = 2000
 #: What ``huge-read`` answers with: past the transport's message cap (24 MiB).
 HUGE = 32 * 1024 * 1024
 #: The description ``huge-frontmatter`` lists: past a listing result's cap (2 MiB).
@@ -113,6 +118,15 @@ def _raw_nested_stdio(depth: int) -> None:
         sys.stdout.flush()
 
 
+def _listed(n: int) -> dict[str, Any]:
+    uri = f"skill://hang-up/s{n}/SKILL.md"
+    return {
+        "uri": uri,
+        "frontmatter": {"name": f"s{n}", "description": "Listed before the hang-up"},
+        "resources": [{"uri": uri, "digest": "sha256:" + "0" * 64, "size": 1}],
+    }
+
+
 def build_misbehaving_server(directory: Path, mode: str) -> Server[Any]:
     if mode not in MODES:
         raise ValueError(mode)
@@ -138,6 +152,10 @@ def build_misbehaving_server(directory: Path, mode: str) -> Server[Any]:
             return {"skills": [{"uri": "skill://huge/SKILL.md", "frontmatter": frontmatter}]}
         if mode == "die-on-read" and method == "resources/read":
             os._exit(3)
+        if mode == "hang-up-list" and method == "skills/list":
+            if ctx.params and ctx.params.get("cursor"):
+                os._exit(0)
+            return {"skills": [_listed(n) for n in range(HANG_UP_PAGE)], "nextCursor": "next"}
         uri = ctx.params.get("uri") if ctx.params else None
         if mode == "huge-read" and isinstance(uri, str) and uri.endswith("/email.md"):
             return {"contents": [{"uri": uri, "blob": "A" * HUGE}]}

@@ -22,7 +22,7 @@ Per-skill limits come from a :class:`~skillward.core.config.Limits` passed throu
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
@@ -86,8 +86,10 @@ __all__ = [
     "SkillEntry",
     "SkillsCapability",
     "SkillsPage",
+    "parse_entries",
     "parse_entry",
     "parse_skills_page",
+    "read_skills_result",
 ]
 
 
@@ -327,21 +329,10 @@ def parse_skills_page(
     limits: Limits | None = None,
 ) -> SkillsPage:
     """Parse a ``skills/list`` result; a bad entry is reported and skipped, not fatal."""
-    try:
-        raw = data if isinstance(data, ListSkillsResult) else ListSkillsResult.model_validate(data)
-    except ValidationError as exc:
-        rule = result_rule(exc, _PAGE_FIELD_RULES, LIST_SHAPE)
-        raise InvalidResponse(
-            summarise(exc, "invalid skills/list result"), server=server, rule=rule
-        ) from None
-    limits = limits or Limits()
+    raw = read_skills_result(data, server=server)
     entries: list[SkillEntry] = []
     rejected: list[InvalidEntry | SkillTooLarge] = []
-    for item in raw.skills:
-        try:
-            entries.append(parse_entry(item, server=server, limits=limits))
-        except (InvalidEntry, SkillTooLarge) as exc:
-            rejected.append(exc)
+    parse_entries(raw.skills, entries, rejected, server=server, limits=limits or Limits())
     return SkillsPage(
         entries=tuple(entries),
         rejected=tuple(rejected),
@@ -349,6 +340,37 @@ def parse_skills_page(
         ttl_ms=raw.ttl_ms,
         cache_scope=raw.cache_scope,
     )
+
+
+def read_skills_result(data: object, *, server: str | None = None) -> ListSkillsResult:
+    """A ``skills/list`` result with its entries not yet parsed: its cursor and hints
+    checked; raise :class:`InvalidResponse`."""
+    if isinstance(data, ListSkillsResult):
+        return data
+    try:
+        return ListSkillsResult.model_validate(data)
+    except ValidationError as exc:
+        rule = result_rule(exc, _PAGE_FIELD_RULES, LIST_SHAPE)
+        raise InvalidResponse(
+            summarise(exc, "invalid skills/list result"), server=server, rule=rule
+        ) from None
+
+
+def parse_entries(
+    items: Iterable[object],
+    entries: list[SkillEntry],
+    rejected: list[InvalidEntry | SkillTooLarge],
+    *,
+    server: str | None,
+    limits: Limits,
+) -> None:
+    """Each of ``items`` parsed into ``entries``, or the reason it is refused into
+    ``rejected``."""
+    for item in items:
+        try:
+            entries.append(parse_entry(item, server=server, limits=limits))
+        except (InvalidEntry, SkillTooLarge) as exc:
+            rejected.append(exc)
 
 
 #: The rule of a ``skills/list`` result field that fails validation (by its model name).

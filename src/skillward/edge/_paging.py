@@ -9,10 +9,11 @@ which hands each walk the function that fetches one page.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import anyio
+import anyio.abc
 import anyio.lowlevel
 from pydantic import ValidationError
 
@@ -26,7 +27,15 @@ from skillward.core.errors import (
     ResponseTooLarge,
     SkillTooLarge,
 )
-from skillward.core.wire import DirectoryChild, DirectoryReadResult, SkillEntry, SkillsPage
+from skillward.core.wire import (
+    DirectoryChild,
+    DirectoryReadResult,
+    ListSkillsResult,
+    SkillEntry,
+    SkillsPage,
+    parse_entries,
+    read_skills_result,
+)
 
 __all__ = [
     "Budget",
@@ -41,6 +50,8 @@ __all__ = [
     "walk_directory",
     "walk_listing",
 ]
+
+_Paged = TypeVar("_Paged", SkillsPage, ListSkillsResult)
 
 # The rules of docs/check.md the client edge enforces (see skillward.core.rules).
 WIRE_CAPS = "SW-WIRE-001"
@@ -121,7 +132,7 @@ def check_page(raw: dict[str, Any], spent: Budget, limits: Limits) -> None:
     check_bytes(raw, "skills/list", limits.max_list_response_bytes, spent, walk, rule=LIST_BOUNDS)
 
 
-def check_cursor(page: SkillsPage) -> SkillsPage:
+def check_cursor(page: _Paged) -> _Paged:
     """``page``, unless its ``nextCursor`` is longer than a cursor may be."""
     too_long = None if page.next_cursor is None else cursor_problem(page.next_cursor)
     if too_long is not None:
@@ -174,44 +185,133 @@ def check_directory_page(
     return raw
 
 
-async def walk_listing(
-    page_of: Callable[[str | None, Budget], Awaitable[SkillsPage]], limits: Limits
-) -> SkillListing:
-    """Every ``skills/list`` page, each fetched by ``page_of``, within the bounds."""
-    entries: list[SkillEntry] = []
-    rejected: list[InvalidEntry | SkillTooLarge] = []
-    seen: set[str] = set()
-    cursor: str | None = None
-    first: SkillsPage | None = None
-    pages = 0
-    spent = Budget()
-    while True:
-        # In-process servers may answer without ever suspending; yield so the
-        # deadline can fire between pages.
+#: Entries built between two checkpoints of a listing walk: short enough that the request
+#: ahead goes out, and the transport reads its answer, while a page is being built.
+_BATCH = 50
+
+
+@dataclass(slots=True)
+class _Ahead:
+    """The one request of a listing walk in flight ahead of it."""
+
+    done: anyio.Event = field(default_factory=anyio.Event)
+    raw: dict[str, Any] | None = None
+
+
+class _ListingWalk:
+    """One ``skills/list`` walk, a page ahead: see :func:`walk_listing`."""
+
+    def __init__(
+        self,
+        fetch: Callable[[str | None, Budget], Awaitable[dict[str, Any]]],
+        limits: Limits,
+        server: str | None,
+    ) -> None:
+        self._fetch = fetch
+        self._limits = limits
+        self._server = server
+        self._spent = Budget()
+        self._entries: list[SkillEntry] = []
+        self._rejected: list[InvalidEntry | SkillTooLarge] = []
+        #: The first error of either side: the walk's own, or the request ahead's.
+        self._failed: Exception | None = None
+
+    async def run(self) -> SkillListing:
+        async with anyio.create_task_group() as tasks:
+            try:
+                listing = await self._walk(tasks)
+            except Exception as error:
+                # Raised below, once the request ahead is cancelled: never in a group.
+                self._fail(error, tasks.cancel_scope)
+        if self._failed is not None:
+            raise self._failed
+        return listing
+
+    async def _walk(self, tasks: anyio.abc.TaskGroup) -> SkillListing:
+        limits = self._limits
+        seen: set[str] = set()
+        raw: dict[str, Any] | None = await self._fetch(None, self._spent)
+        pages = 1
+        hints: tuple[int | None, str | None] | None = None  # the first page's
+        while raw is not None:
+            result = check_cursor(read_skills_result(raw, server=self._server))
+            raw = None  # the page is held as its entries, and only while they are built
+            hints = hints or (result.ttl_ms, result.cache_scope)
+            cursor = result.next_cursor or None
+            ahead: _Ahead | None = None
+            if cursor is not None:
+                if cursor in seen:
+                    raise ListingRunaway("the listing repeated a cursor", rule=LIST_PAGINATION)
+                seen.add(cursor)
+                if pages >= limits.max_list_pages:
+                    raise ListingRunaway(
+                        f"the listing did not end within {limits.max_list_pages} pages",
+                        rule=LIST_PAGINATION,
+                    )
+                pages += 1
+                ahead = _Ahead()
+                tasks.start_soon(self._ask, ahead, cursor, tasks.cancel_scope)
+            await self._build(result.skills)
+            del result
+            if ahead is not None:
+                # A failure ahead cancels this walk (and run raises it) before it ends here.
+                await ahead.done.wait()
+                raw = ahead.raw
+        assert hints is not None
+        return SkillListing(
+            entries=tuple(self._entries),
+            rejected=tuple(self._rejected),
+            pages=pages,
+            ttl_ms=hints[0],
+            cache_scope=hints[1],
+        )
+
+    async def _ask(self, ahead: _Ahead, cursor: str, walk: anyio.CancelScope) -> None:
+        """The next page, held to the listing's bounds as it arrives; a failure ends
+        the walk at once, the page being built included."""
+        try:
+            ahead.raw = await self._fetch(cursor, self._spent)
+        except Exception as error:
+            self._fail(error, walk)
+        finally:
+            ahead.done.set()
+
+    def _fail(self, error: Exception, walk: anyio.CancelScope) -> None:
+        if self._failed is None:
+            self._failed = error
+        walk.cancel()
+
+    async def _build(self, skills: tuple[Any, ...]) -> None:
+        """A page's entries, built a batch at a time, letting the request ahead proceed
+        (and a deadline fire) between batches."""
         await anyio.lowlevel.checkpoint()
-        if pages >= limits.max_list_pages:
-            raise ListingRunaway(
-                f"the listing did not end within {limits.max_list_pages} pages",
-                rule=LIST_PAGINATION,
+        for start in range(0, len(skills), _BATCH):
+            parse_entries(
+                skills[start : start + _BATCH],
+                self._entries,
+                self._rejected,
+                server=self._server,
+                limits=self._limits,
             )
-        page = await page_of(cursor, spent)
-        pages += 1
-        first = first or page
-        entries.extend(page.entries)
-        rejected.extend(page.rejected)
-        cursor = page.next_cursor or None
-        if cursor is None:
-            break
-        if cursor in seen:
-            raise ListingRunaway("the listing repeated a cursor", rule=LIST_PAGINATION)
-        seen.add(cursor)
-    return SkillListing(
-        entries=tuple(entries),
-        rejected=tuple(rejected),
-        pages=pages,
-        ttl_ms=first.ttl_ms,
-        cache_scope=first.cache_scope,
-    )
+            await anyio.lowlevel.checkpoint()
+
+
+async def walk_listing(
+    fetch: Callable[[str | None, Budget], Awaitable[dict[str, Any]]],
+    limits: Limits,
+    server: str | None = None,
+) -> SkillListing:
+    """Every ``skills/list`` page, each fetched by ``fetch`` (which holds it to the
+    listing's bounds with :func:`check_page`), within the bounds.
+
+    One request is in flight ahead of the walk: as soon as a page's cursor is read (its
+    bounds checked by ``fetch``, its cursor's length, repeats and the page bound here),
+    the next page is asked for, and this page's entries are built while the server
+    answers. So at most two pages are held at once, one being built and one arriving. A
+    failure of either ends both, and is raised as it is (never in an exception group);
+    the request ahead is cancelled with the walk.
+    """
+    return await _ListingWalk(fetch, limits, server).run()
 
 
 async def walk_directory(

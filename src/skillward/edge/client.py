@@ -28,7 +28,7 @@ import traceback
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 import anyio
 import anyio.lowlevel
@@ -84,6 +84,7 @@ from skillward.edge._paging import (
     walk_directory,
     walk_listing,
 )
+from skillward.edge._trace import trace_meta
 from skillward.edge.servers import (
     HttpTransport,
     InMemoryTransport,
@@ -397,6 +398,10 @@ class SkillsClient:
         raise late
 
     async def _request(self, request: Any) -> dict[str, Any]:
+        meta = trace_meta()
+        if meta is not None and request.params is not None:
+            # The trace of the call being served goes on with it (edge/_trace.py).
+            request.params.meta = {**(request.params.meta or {}), **meta}
         result = await self._client.session.send_request(request, _RawResult)
         raw: dict[str, Any] = result.root
         return raw
@@ -412,16 +417,22 @@ class SkillsClient:
         return page
 
     async def _page(self, cursor: str | None, spent: Budget) -> SkillsPage:
-        raw = await self._request(SkillsListRequest(params=SkillsListParams(cursor=cursor)))
-        check_page(raw, spent, self.limits)
+        raw = await self._listed(cursor, spent)
         return check_cursor(parse_skills_page(raw, server=self.label, limits=self.limits))
 
+    async def _listed(self, cursor: str | None, spent: Budget) -> dict[str, Any]:
+        """One ``skills/list`` result, held to the walk's bounds before anything is built."""
+        raw = await self._request(SkillsListRequest(params=SkillsListParams(cursor=cursor)))
+        check_page(raw, spent, self.limits)
+        return raw
+
     async def list_skills(self) -> SkillListing:
-        """Walk every ``skills/list`` page within the configured bounds."""
+        """Walk every ``skills/list`` page within the configured bounds (the next page is
+        asked for while this one's entries are built)."""
         self.capability()
 
         async def operation() -> SkillListing:
-            return await walk_listing(self._page, self.limits)
+            return await walk_listing(self._listed, self.limits, self.label)
 
         listing: SkillListing = await self._run(operation)
         return listing
@@ -478,7 +489,8 @@ class SkillsClient:
         )
 
         async def operation() -> tuple[ResourceContent, ...]:
-            result = await self._client.read_resource(uri, cache_mode="bypass")
+            meta = cast("types.RequestParamsMeta | None", trace_meta())
+            result = await self._client.read_resource(uri, cache_mode="bypass", meta=meta)
             if exact:
                 return (exact_content(result, uri, cap),)
             return tuple(content_of(item, cap) for item in result.contents)
@@ -516,9 +528,7 @@ class SkillsClient:
 
         async def operation() -> dict[str, Any]:
             take_page(budget, self.limits, "the listing", LIST_PAGINATION)
-            raw = await self._request(SkillsListRequest(params=SkillsListParams(cursor=cursor)))
-            check_page(raw, budget, self.limits)
-            return raw
+            return await self._listed(cursor, budget)
 
         raw: dict[str, Any] = await self._run(operation)
         return raw
