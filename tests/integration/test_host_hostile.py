@@ -404,6 +404,25 @@ async def test_a_read_against_another_server_while_acting_needs_approval(w: Worl
 
 
 @pytest.mark.threat("T16")
+async def test_a_catalog_for_people_changes_no_gating_and_the_models_catalog_does(
+    w: World,
+) -> None:
+    asked = len(w.cross_origin.asked)
+    shown = w.host.catalog(for_model=False)  # a host's own UI lists every origin's skills
+    assert {"hostile", "trusted"} <= {item.origin.label for item in shown}
+    w.cross_origin.answer = Decision.APPROVE
+    with anyio.fail_after(30):
+        await w.host.read_resource("trusted", "skill://acme/billing")
+    assert len(w.cross_origin.asked) == asked  # no other server's text is in context
+    assert w.host.catalog() == shown  # the same catalog, now in the model's context
+    with anyio.fail_after(30):
+        await w.host.read_resource("trusted", "skill://acme/billing")
+    assert w.cross_origin.asked[asked:] == [
+        CrossOriginRequest(acting=("hostile",), target="trusted", uri="skill://acme/billing")
+    ]
+
+
+@pytest.mark.threat("T16")
 async def test_read_file_of_another_servers_skill_while_acting_needs_approval(w: World) -> None:
     with anyio.fail_after(30):
         await w.host.activate("good")

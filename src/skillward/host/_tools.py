@@ -78,8 +78,9 @@ class Tools:
     def _origin(self, label: str) -> Origin | None:
         return self._shared.registry.find_origin(label)
 
-    def catalog(self) -> list[CatalogItem]:
-        """The skills the model may load; their origins are in context from now on."""
+    def catalog(self, *, for_model: bool = True) -> list[CatalogItem]:
+        """The skills the model may load; for the model, their origins are in context from
+        now on (:meth:`SkillHost.catalog`)."""
         items = [
             CatalogItem(
                 ref=self._shared.registry.display_ref(record),
@@ -90,7 +91,8 @@ class Tools:
             for record in self._shared.registry.records()
             if record.listed
         ]
-        self._window.seen(item.origin.label for item in items if item.origin.is_mcp)
+        if for_model:
+            self._window.seen(item.origin.label for item in items if item.origin.is_mcp)
         return items
 
     def catalog_block(self) -> ContextBlock:

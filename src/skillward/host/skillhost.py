@@ -303,10 +303,16 @@ class SkillHost:
 
     # --- what people and models see -----------------------------------------------------
 
-    def catalog(self) -> list[CatalogItem]:
+    def catalog(self, *, for_model: bool = True) -> list[CatalogItem]:
         """The skills the model may load. Their origins count as being in the model's
-        context from now on (for the cross-origin rule), until :meth:`deactivate_all`."""
-        return self._tools.catalog()
+        context from now on (for the cross-origin rule), until :meth:`deactivate_all`.
+
+        ``for_model=False`` is for a host's own UI (a list for people, never put in the
+        model's context): the same items, and nothing changes, so reads across servers
+        are gated as they would be without it. Whatever the model is shown of the catalog
+        must come from a call without it (or :meth:`catalog_block`).
+        """
+        return self._tools.catalog(for_model=for_model)
 
     def catalog_block(self) -> ContextBlock:
         """The catalog for the model's context (omit it when ``catalog()`` is empty)."""

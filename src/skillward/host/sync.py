@@ -14,8 +14,9 @@ of calls to one server) hold whichever threads call, and however many at once. T
 seams (approver, gates, prompter, policy) are SkillHost's, async as ever; they run on
 that loop too.
 
-Errors propagate with their own types. Calling from a thread that runs an event loop
-(an ``async def``, or a seam the host is running) is refused with
+Errors propagate with their own types, and each method's docstring says which it
+raises. Calling from a thread that runs an event loop (an ``async def``, or a seam the
+host is running), or once the host is closed, is refused with
 :class:`~skillward.core.errors.UsageError`: there, use SkillHost.
 """
 
@@ -121,7 +122,10 @@ class SyncSkillHost:
     ) -> SyncSkillHost:
         """:meth:`SkillHost.session` as a SyncSkillHost on this one's event loop: its own
         acting window, approver, gates and sink over the same connections. Its
-        :meth:`close` ends its window only; closing this host closes it too."""
+        :meth:`close` ends its window only; closing this host closes it too. Raises
+        what it raises (TypeError for a seam without ``async def decide``, ConfigError
+        for an ApprovalBook without the policy's rules), and UsageError from async code
+        or once closed."""
         portal = self._running()
         make = functools.partial(
             self._host.session,
@@ -154,7 +158,8 @@ class SyncSkillHost:
     def close(self) -> None:
         """Disconnect every server (as :meth:`SkillHost.aclose`), then stop the event loop
         and its thread. Later calls raise UsageError; a second close does nothing. A
-        session's close ends its acting window only."""
+        session's close ends its acting window only. Raises UsageError from async code
+        (it never raises for a server that already died)."""
         _refuse_in_event_loop()
         with self._lock:
             portal, self._portal = self._portal, None
@@ -205,159 +210,211 @@ class SyncSkillHost:
 
     @property
     def notes(self) -> list[str]:
-        """What discovering local skill directories noted (a copy)."""
+        """What discovering local skill directories noted (a copy). Raises UsageError
+        from async code or once closed."""
         return self._call(lambda: list(self._host.notes))
 
     def connect(self, spec: ServerSpec) -> None:
-        """Blocking :meth:`SkillHost.connect`."""
+        """Blocking :meth:`SkillHost.connect`. Raises what it raises (ConfigError for a
+        label in use, PolicyDenied, TransportError, InvalidResponse), and UsageError
+        from async code or once closed."""
         return self._call(functools.partial(self._host.connect, spec))
 
     def reconnect(self, label: str) -> None:
-        """Blocking :meth:`SkillHost.reconnect`."""
+        """Blocking :meth:`SkillHost.reconnect`. Raises what it raises (UnknownServer,
+        PolicyDenied, TransportError, InvalidResponse), and UsageError from async
+        code or once closed."""
         return self._call(functools.partial(self._host.reconnect, label))
 
     def refresh(self, label: str) -> None:
-        """Blocking :meth:`SkillHost.refresh`."""
+        """Blocking :meth:`SkillHost.refresh`. Raises what it raises (UnknownServer,
+        TransportError, InvalidResponse), and UsageError from async code or once
+        closed."""
         return self._call(functools.partial(self._host.refresh, label))
 
     def disconnect(self, label: str) -> None:
-        """Blocking :meth:`SkillHost.disconnect`."""
+        """Blocking :meth:`SkillHost.disconnect`. Raises UsageError from async code or
+        once closed."""
         return self._call(functools.partial(self._host.disconnect, label))
 
     def forget_server(self, label: str) -> None:
-        """Blocking :meth:`SkillHost.forget_server`."""
+        """Blocking :meth:`SkillHost.forget_server`. Raises what it raises (ConfigError
+        for a bad label or a local skill directory's), and UsageError from async code
+        or once closed."""
         return self._call(functools.partial(self._host.forget_server, label))
 
     def add_local_dir(self, source: LocalSkillDir) -> None:
-        """:meth:`SkillHost.add_local_dir`, on the host's event loop."""
+        """:meth:`SkillHost.add_local_dir`, on the host's event loop. Raises what it
+        raises (ConfigError for a bad label or one in use), and UsageError from async
+        code or once closed."""
         return self._call(functools.partial(self._host.add_local_dir, source))
 
     def wait_disconnected(self, label: str) -> ServerStatus:
-        """Blocking :meth:`SkillHost.wait_disconnected`."""
+        """Blocking :meth:`SkillHost.wait_disconnected`. Raises what it raises
+        (UnknownServer), and UsageError from async code or once closed."""
         return self._call(functools.partial(self._host.wait_disconnected, label))
 
     def servers(self) -> list[ServerStatus]:
-        """:meth:`SkillHost.servers`, on the host's event loop."""
+        """:meth:`SkillHost.servers`, on the host's event loop. Raises UsageError from
+        async code or once closed."""
         return self._call(self._host.servers)
 
-    def catalog(self) -> list[CatalogItem]:
-        """:meth:`SkillHost.catalog`, on the host's event loop."""
-        return self._call(self._host.catalog)
+    def catalog(self, *, for_model: bool = True) -> list[CatalogItem]:
+        """:meth:`SkillHost.catalog`, on the host's event loop (``for_model=False``: for a
+        UI of the host's own, changing nothing). Raises UsageError from async code or
+        once closed."""
+        return self._call(functools.partial(self._host.catalog, for_model=for_model))
 
     def catalog_block(self) -> ContextBlock:
-        """:meth:`SkillHost.catalog_block`, on the host's event loop."""
+        """:meth:`SkillHost.catalog_block`, on the host's event loop. Raises UsageError
+        from async code or once closed (the session too)."""
         return self._call(self._host.catalog_block)
 
     def collisions(self) -> list[Collision]:
-        """:meth:`SkillHost.collisions`, on the host's event loop."""
+        """:meth:`SkillHost.collisions`, on the host's event loop. Raises UsageError
+        from async code or once closed."""
         return self._call(self._host.collisions)
 
     def declined(self) -> list[Declined]:
-        """:meth:`SkillHost.declined`, on the host's event loop."""
+        """:meth:`SkillHost.declined`, on the host's event loop. Raises UsageError from
+        async code or once closed."""
         return self._call(self._host.declined)
 
     def server_note(self, label: str) -> str | None:
-        """:meth:`SkillHost.server_note`, on the host's event loop."""
+        """:meth:`SkillHost.server_note`, on the host's event loop. Raises what it
+        raises (UnknownServer), and UsageError from async code or once closed."""
         return self._call(functools.partial(self._host.server_note, label))
 
     def active(self) -> list[Activation]:
-        """:meth:`SkillHost.active`, on the host's event loop."""
+        """:meth:`SkillHost.active`, on the host's event loop. Raises UsageError from
+        async code or once closed."""
         return self._call(self._host.active)
 
     def resolve(self, reference: str) -> SkillRecord:
-        """:meth:`SkillHost.resolve`, on the host's event loop."""
+        """:meth:`SkillHost.resolve`, on the host's event loop. Raises what it raises
+        (SkillNotFound, AmbiguousName, UnknownServer, InvalidUri), and UsageError
+        from async code or once closed."""
         return self._call(functools.partial(self._host.resolve, reference))
 
     def lookup(self, reference: str) -> SkillRecord:
-        """Blocking :meth:`SkillHost.lookup`."""
+        """Blocking :meth:`SkillHost.lookup`. Raises what :meth:`resolve` raises,
+        TransportError (a ``LABEL:URI`` confirmed with ``skills/get``), and
+        UsageError from async code or once closed."""
         return self._call(functools.partial(self._host.lookup, reference))
 
     def approval_request(self, reference: str) -> ActivationRequest:
-        """Blocking :meth:`SkillHost.approval_request`."""
+        """Blocking :meth:`SkillHost.approval_request`. Raises what :meth:`lookup`
+        raises, PolicyDenied, and UsageError from async code or once closed."""
         return self._call(functools.partial(self._host.approval_request, reference))
 
     def view_skill_md(self, record: SkillRecord) -> str:
-        """Blocking :meth:`SkillHost.view_skill_md`."""
+        """Blocking :meth:`SkillHost.view_skill_md`. Raises what it raises
+        (PolicyDenied, TransportError, IntegrityError), and UsageError from async
+        code or once closed."""
         return self._call(functools.partial(self._host.view_skill_md, record))
 
     def activate(self, reference: str) -> Activation:
-        """Blocking :meth:`SkillHost.activate`."""
+        """Blocking :meth:`SkillHost.activate`. Raises what it raises (what
+        :meth:`lookup` raises, PolicyDenied, ApprovalError such as ApprovalDenied or
+        ApprovalTimedOut, TransportError, OriginError), and UsageError from async
+        code or once closed."""
         return self._call(functools.partial(self._host.activate, reference))
 
     def prepare(self, reference: str | SkillRecord, *, reuse: bool = False) -> PendingApproval:
-        """Blocking :meth:`SkillHost.prepare`."""
+        """Blocking :meth:`SkillHost.prepare`. Raises what :meth:`lookup` raises,
+        PolicyDenied, and UsageError from async code or once closed."""
         return self._call(functools.partial(self._host.prepare, reference, reuse=reuse))
 
     def load(self, pending: PendingApproval, answer: Answer | None = None) -> Activation:
-        """Blocking :meth:`SkillHost.load`."""
+        """Blocking :meth:`SkillHost.load`. Raises what it raises (ApprovalDenied;
+        UsageError for a pending approval not prepared in this session or loaded
+        already; TransportError, OriginError), and UsageError from async code or once
+        closed."""
         return self._call(functools.partial(self._host.load, pending, answer))
 
     def granted_tools(self) -> tuple[str, ...]:
-        """:meth:`SkillHost.granted_tools`, on the host's event loop."""
+        """:meth:`SkillHost.granted_tools`, on the host's event loop. Raises UsageError
+        from async code or once closed."""
         return self._call(self._host.granted_tools)
 
     def deactivate(self, reference: str) -> None:
-        """:meth:`SkillHost.deactivate`, on the host's event loop."""
+        """:meth:`SkillHost.deactivate`, on the host's event loop. Raises what
+        :meth:`resolve` raises, and UsageError from async code or once closed."""
         return self._call(functools.partial(self._host.deactivate, reference))
 
     def deactivate_all(self) -> None:
-        """:meth:`SkillHost.deactivate_all`, on the host's event loop."""
+        """:meth:`SkillHost.deactivate_all`, on the host's event loop. Raises UsageError
+        from async code or once closed."""
         return self._call(self._host.deactivate_all)
 
     def read_file(self, reference: str, path: str) -> ContextBlock:
-        """Blocking :meth:`SkillHost.read_file`."""
+        """Blocking :meth:`SkillHost.read_file`. Raises what it raises (what
+        :meth:`lookup` raises, PolicyDenied, CrossOriginDenied, UnlistedResource,
+        ReactivationRequired, TransportError, IntegrityError such as SkillChanged),
+        and UsageError from async code or once closed."""
         return self._call(functools.partial(self._host.read_file, reference, path))
 
     def read_resource(self, server: str, uri: str) -> ContextBlock:
-        """Blocking :meth:`SkillHost.read_resource`."""
+        """Blocking :meth:`SkillHost.read_resource`. Raises what it raises
+        (UnknownServer, InvalidUri, SkillNotActive, UnlistedResource,
+        ReactivationRequired, CrossOriginDenied, TransportError, IntegrityError), and
+        UsageError from async code or once closed."""
         return self._call(functools.partial(self._host.read_resource, server, uri))
 
     def authorize_execution(self, tool: str, *, detail: str = "") -> None:
-        """Blocking :meth:`SkillHost.authorize_execution`."""
+        """Blocking :meth:`SkillHost.authorize_execution`. Raises what it raises
+        (ExecutionDenied), and UsageError from async code or once closed."""
         return self._call(functools.partial(self._host.authorize_execution, tool, detail=detail))
 
     def read_skill_block(self, ref: str) -> ContextBlock:
-        """Blocking :meth:`SkillHost.read_skill_block`."""
+        """Blocking :meth:`SkillHost.read_skill_block`. A failed load is an error block;
+        raises only UsageError from async code or once closed."""
         return self._call(functools.partial(self._host.read_skill_block, ref))
 
     def read_skill_tool(self, ref: str) -> str:
-        """Blocking :meth:`SkillHost.read_skill_tool`."""
+        """Blocking :meth:`SkillHost.read_skill_tool`. A failed load is an error block;
+        raises only UsageError from async code or once closed."""
         return self._call(functools.partial(self._host.read_skill_tool, ref))
 
     def read_skill_tool_json(self, ref: str) -> dict[str, Any]:
-        """Blocking :meth:`SkillHost.read_skill_tool_json`."""
+        """Blocking :meth:`SkillHost.read_skill_tool_json`. A failed load is an error
+        block; raises only UsageError from async code or once closed."""
         return self._call(functools.partial(self._host.read_skill_tool_json, ref))
 
     def read_skill_file_block(self, ref: str, path: str) -> ContextBlock:
-        """Blocking :meth:`SkillHost.read_skill_file_block`."""
+        """Blocking :meth:`SkillHost.read_skill_file_block`. A failed read is an error
+        block; raises only UsageError from async code or once closed."""
         return self._call(functools.partial(self._host.read_skill_file_block, ref, path))
 
     def read_resource_block(self, server: str, uri: str) -> ContextBlock:
-        """Blocking :meth:`SkillHost.read_resource_block`."""
+        """Blocking :meth:`SkillHost.read_resource_block`. A failed read is an error
+        block; raises only UsageError from async code or once closed."""
         return self._call(functools.partial(self._host.read_resource_block, server, uri))
 
     def read_resource_tool(self, server: str, uri: str) -> str:
-        """Blocking :meth:`SkillHost.read_resource_tool`."""
+        """Blocking :meth:`SkillHost.read_resource_tool`. A failed read is an error
+        block; raises only UsageError from async code or once closed."""
         return self._call(functools.partial(self._host.read_resource_tool, server, uri))
 
     def read_resource_tool_json(self, server: str, uri: str) -> dict[str, Any]:
-        """Blocking :meth:`SkillHost.read_resource_tool_json`."""
+        """Blocking :meth:`SkillHost.read_resource_tool_json`. A failed read is an error
+        block; raises only UsageError from async code or once closed."""
         return self._call(functools.partial(self._host.read_resource_tool_json, server, uri))
 
     def handle_tool_call(
         self, name: str, arguments: Mapping[str, Any] | str | None = None
     ) -> ContextBlock | None:
         """Blocking :meth:`SkillHost.handle_tool_call`: what the model's call comes to (a
-        failed call is an error block, never an exception).
-
-        Like every method here, it raises UsageError, without running the call, when
-        called from a thread that runs an event loop (async code, or a seam the host is
-        running: use SkillHost there) or after :meth:`close`.
+        failed call is an error block, never an exception). Raises only UsageError, as
+        every method here does, without running the call, when called from a thread that
+        runs an event loop (async code, or a seam the host is running: use SkillHost
+        there) or after :meth:`close`.
         """
         return self._call(functools.partial(self._host.handle_tool_call, name, arguments))
 
     def tool_definitions(self, style: ToolStyle = "mcp") -> list[dict[str, Any]]:
-        """:meth:`SkillHost.tool_definitions`, on the host's event loop."""
+        """:meth:`SkillHost.tool_definitions`, on the host's event loop. Raises
+        UsageError from async code or once closed."""
         return self._call(functools.partial(self._host.tool_definitions, style))
 
 
