@@ -88,9 +88,11 @@ def _holds(outer: Path, inner: Path) -> bool:
 class FileKeyring(KeyItems):
     """A key provider keeping the store's key and rollback counter in files (see the
     module docstring): ``scope`` is the store's path, ``directory`` defaults to ``keys``
-    in the user state directory. ``discovery`` (default: the ``.agents/skills``
-    conventions), ``workspace`` (default: the current directory) and ``home`` are where
-    the directory may not be. ``chosen`` says where the user chose it, for messages.
+    in the user state directory, ``prefix`` names whose files these are (``approvals``,
+    or ``audit`` for the audit trail's key and checkpoint counter). ``discovery``
+    (default: the ``.agents/skills`` conventions), ``workspace`` (default: the current
+    directory) and ``home`` are where the directory may not be. ``chosen`` says where
+    the user chose it, for messages.
     """
 
     def __init__(
@@ -102,10 +104,11 @@ class FileKeyring(KeyItems):
         workspace: Path | None = None,
         home: Path | None = None,
         chosen: str = "",
+        prefix: str = "approvals",
     ) -> None:
         self.directory = Path(os.path.abspath(directory if directory is not None else key_dir()))
-        self.key_path = self.directory / item_name(scope, "key")
-        self.counter_path = self.directory / item_name(scope, "generation")
+        self.key_path = self.directory / item_name(scope, "key", prefix)
+        self.counter_path = self.directory / item_name(scope, "generation", prefix)
         self.chosen = chosen
         self._discovery = (
             tuple(discovery)
@@ -331,15 +334,18 @@ def read_user_config(path: Path | None = None) -> UserConfig:
     return parse_user_config(text, source)
 
 
-def user_keys(store: Path, config: UserConfig | None = None) -> OsKeyring | FileKeyring:
+def user_keys(
+    store: Path, config: UserConfig | None = None, *, prefix: str = "approvals"
+) -> OsKeyring | FileKeyring:
     """The key provider the user's settings choose for the store at ``store``: the OS
     keyring, or the file key store where ``approvals.key_store = "file"``. ``config``
-    defaults to the user's file, whose problems are then logged."""
+    defaults to the user's file, whose problems are then logged. ``prefix``: whose
+    items (``audit`` for the audit trail at ``store``)."""
     if config is None:
         config = read_user_config()
         for problem in config.problems:
             logger.warning("config: %s", problem)
     scope = str(store.absolute())
     if config.key_store == "file":
-        return FileKeyring(scope, chosen=config.chosen)
-    return OsKeyring(scope)
+        return FileKeyring(scope, chosen=config.chosen, prefix=prefix)
+    return OsKeyring(scope, prefix=prefix)

@@ -5,6 +5,10 @@ service name, ``skillward``; the account names carry a short hash of the store's
 path, so two stores (two users' data directories, or test runs) never share a
 counter.
 
+The audit trail keeps a key and a checkpoint counter of its own the same way, under
+the prefix ``audit`` (``audit-key-<hash>``) where the approval store's are under
+``approvals``.
+
 Only backends that ``keyring`` rates as recommended (priority >= 1) are used,
 and only after a write-then-read shows they work: the ``fail`` and null
 backends, plaintext files and a locked keyring all mean that approvals cannot be
@@ -56,10 +60,11 @@ _FIRST_PAUSE = 0.01
 _T = TypeVar("_T")
 
 
-def item_name(scope: str, what: str) -> str:
+def item_name(scope: str, what: str, prefix: str = "approvals") -> str:
     """The name of the store's ``what`` (``key``, ``generation``) for the store at path
-    ``scope``: a short hash of the path, so two stores never share an item."""
-    return f"approvals-{what}-{hashlib.sha256(scope.encode()).hexdigest()[:16]}"
+    ``scope``: a short hash of the path, so two stores never share an item. ``prefix``
+    says whose it is (``approvals``; ``audit`` for the audit trail's)."""
+    return f"{prefix}-{what}-{hashlib.sha256(scope.encode()).hexdigest()[:16]}"
 
 
 def encode_key(key: bytes) -> str:
@@ -136,13 +141,20 @@ class KeyItems:
 class OsKeyring(KeyItems):
     """A key provider backed by the OS keyring (``keyring.get_keyring()`` by default).
 
-    ``pause`` waits between the tries of a call that failed with a D-Bus error.
+    ``pause`` waits between the tries of a call that failed with a D-Bus error;
+    ``prefix`` names whose items these are (``item_name``).
     """
 
     def __init__(
-        self, scope: str, *, backend: Any = None, pause: Callable[[float], None] = time.sleep
+        self,
+        scope: str,
+        *,
+        backend: Any = None,
+        pause: Callable[[float], None] = time.sleep,
+        prefix: str = "approvals",
     ) -> None:
         self._scope = scope
+        self._prefix = prefix
         self._backend: KeyringBackend | None = backend
         self._pause = pause
         self._checked: str | None = None
@@ -169,7 +181,7 @@ class OsKeyring(KeyItems):
         return f"the keyring backend {self.name!r}"
 
     def _account(self, what: str) -> str:
-        return item_name(self._scope, what)
+        return item_name(self._scope, what, self._prefix)
 
     def _call(self, action: Callable[[], _T]) -> _T:
         """``action`` (one backend call), tried again after a D-Bus error, a bounded number
