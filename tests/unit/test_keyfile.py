@@ -127,6 +127,32 @@ def test_an_older_copy_is_caught_by_the_counter_in_its_file(machine: Machine) ->
 
 
 @pytest.mark.threat("T18")
+def test_what_is_wrong_with_a_store_names_the_file_key_store_never_a_keyring(
+    machine: Machine,
+) -> None:
+    store = machine.store()
+    store.put(RECORD)
+    older = machine.store_path.read_bytes()
+    store.revoke(RECORD.key, reason="changed")
+    said = []
+    for damage in ("older", "tampered", "no counter"):
+        if damage == "tampered":
+            machine.store_path.write_bytes(older[:-10] + b"X" + older[-9:])
+        else:
+            machine.store_path.write_bytes(older)
+        if damage == "no counter":
+            machine.keys().counter_path.unlink()
+        reader = machine.store()
+        assert reader.get(RECORD.key) is None
+        said.append(reader.problems[0].message)
+    older_copy, tampered, no_counter = said
+    assert "the file key store expects" in older_copy
+    assert "or the key in the file key store is missing or changed" in tampered
+    assert "the file key store holds its key but no rollback counter" in no_counter
+    assert not [message for message in said if "keyring" in message]
+
+
+@pytest.mark.threat("T18")
 def test_switching_key_stores_starts_over_and_keeps_the_old_store_aside(
     machine: Machine,
 ) -> None:

@@ -245,7 +245,8 @@ def test_the_copy_of_a_write_that_never_raised_the_counter_is_never_taken_for_th
     reader = fresh(path, keys)
     assert reader.get(ONE.key) is None
     assert reader.get(TWO.key) is None
-    assert "not the copy the keyring vouches for" in reader.problems[0].message
+    # MemoryKeys stands in for a key provider of the host's own: named as such.
+    assert "not the copy the key provider vouches for" in reader.problems[0].message
 
 
 def test_a_store_ahead_of_the_keyring_counter_is_untrusted(path: Path, keys: MemoryKeys) -> None:
@@ -293,7 +294,7 @@ def test_a_store_the_previous_release_wrote_older_than_its_counter_is_still_refu
     assert reader.get(ONE.key) is None
     assert reader.get(TWO.key) is None
     (problem,) = reader.problems
-    assert "is an older copy (generation 1; the keyring expects 2)" in problem.message
+    assert "is an older copy (generation 1; the key provider expects 2)" in problem.message
     assert [p.read_bytes() for p in aside(path)] == [older]
     assert keys.stored_counter == "2"  # nothing vouched for: no copy of it verifies
 
@@ -303,7 +304,7 @@ def test_a_store_the_previous_release_wrote_older_than_its_counter_is_still_refu
     [
         # One ahead, as a writer of that release killed before raising the counter left
         # it: that release took the file's word; only the counter's is taken now.
-        ("2", "ahead of the keyring's counter"),
+        ("2", "ahead of the counter in the key provider"),
         ("03", "counter is unreadable"),
     ],
 )

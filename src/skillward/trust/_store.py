@@ -74,7 +74,8 @@ from skillward.edge._tree import (
     fsync_directory,
     read_open_file,
 )
-from skillward.trust._keyfile import user_keys
+from skillward.trust._keyfile import FileKeyring, user_keys
+from skillward.trust._keys import OsKeyring
 from skillward.trust.approvals import ApprovalRecord, Scope
 
 __all__ = [
@@ -231,18 +232,27 @@ class _Untrusted(Exception):  # internal signal; never escapes this module
         self.keyring = keyring
 
 
-def _ahead(generation: int, counter: int) -> _Untrusted:
+def _ahead(generation: int, counter: int, keeper: str) -> _Untrusted:
     return _Untrusted(
-        f"is ahead of the keyring's counter (generation {generation}, counter {counter})",
+        f"is ahead of the counter in {keeper} (generation {generation}, counter {counter})",
         keyring=True,
     )
 
 
-def _older(generation: int, counter: int) -> _Untrusted:
+def _older(generation: int, counter: int, keeper: str) -> _Untrusted:
     return _Untrusted(
-        f"is an older copy (generation {generation}; the keyring expects {counter}): a "
+        f"is an older copy (generation {generation}; {keeper} expects {counter}): a "
         "stored approval may have been brought back after it was revoked"
     )
+
+
+def _keeper(keys: KeyProvider) -> str:
+    """The key store ``keys`` is, as messages name it."""
+    if isinstance(keys, FileKeyring):
+        return "the file key store"
+    if isinstance(keys, OsKeyring):
+        return "the keyring"
+    return "the key provider"
 
 
 def _signature(stat: os.stat_result) -> Signature:
@@ -489,16 +499,16 @@ class FileApprovalStore:
         if generation == counter.generation and hmac.compare_digest(data[:_MAC_HEX], counter.code):
             return _Loaded(signature, counter, records)
         if generation > counter.generation:
-            raise _ahead(generation, counter.generation)
+            raise _ahead(generation, counter.generation, _keeper(self.keys))
         if generation == counter.generation:
             raise _Untrusted(
-                f"is not the copy the keyring vouches for (generation {generation}): a copy "
-                "a write left behind was put in its place"
+                f"is not the copy {_keeper(self.keys)} vouches for (generation {generation}): "
+                "a copy a write left behind was put in its place"
             )
         finished = self._finish(counter)
         if finished is not None:
             return finished
-        raise _older(generation, counter.generation)
+        raise _older(generation, counter.generation, _keeper(self.keys))
 
     def _upgraded(self, text: str | None, generation: int, data: bytes) -> _Counter:
         """The counter vouching for ``data``, an authentic store the previous release
@@ -507,20 +517,21 @@ class FileApprovalStore:
         else."""
         if text is None:
             raise _Untrusted(
-                "cannot be checked: the keyring holds its key but no rollback counter "
-                "(it was removed), so an older copy could not be told apart",
+                f"cannot be checked: {_keeper(self.keys)} holds its key but no rollback "
+                "counter (it was removed), so an older copy could not be told apart",
                 keyring=True,
             )
         previous = _GENERATION.match(text)
         if previous is None:
             raise _Untrusted(
-                "cannot be checked: the keyring's rollback counter is unreadable", keyring=True
+                f"cannot be checked: {_keeper(self.keys)}'s rollback counter is unreadable",
+                keyring=True,
             )
         expected = int(previous.group(1))
         if generation > expected:
-            raise _ahead(generation, expected)
+            raise _ahead(generation, expected, _keeper(self.keys))
         if generation < expected:
-            raise _older(generation, expected)
+            raise _older(generation, expected, _keeper(self.keys))
         counter = _Counter(generation, data[:_MAC_HEX])
         self.keys.set_counter(counter.text())
         return counter
@@ -559,7 +570,7 @@ class FileApprovalStore:
         if not self._authentic(head, body, fresh=fresh):
             raise _Untrusted(
                 "does not match its authentication code: it was changed outside skillward, "
-                "or the key in the keyring is missing or changed",
+                f"or the key in {_keeper(self.keys)} is missing or changed",
                 keyring=True,
             )
         try:
