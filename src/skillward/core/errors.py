@@ -344,23 +344,14 @@ class PolicyDenied(SkillwardError):
     exit_code = 5
     default_hint = "The host's policy does not allow this; ask the administrator."
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        server: str | None = None,
-        uri: str | None = None,
-        hint: str | None = None,
-        local: bool = False,
-        command_hint: str | None = None,
-        whose: str | None = None,
-    ) -> None:
-        #: Whose rule refused it, when a policy's (``"your own policy file"``, ``"the
-        #: administrator's policy"``, ``"the host's own policy"``); None for a gate.
+    #: Whose rule refused it, when a policy's (``"your own policy file"``, ``"the
+    #: administrator's policy"``, ``"the host's own policy"``); None for a gate.
+    whose: str | None = None
+
+    def by_rule_of(self, whose: str) -> Self:
+        """Say whose rule refused it (:attr:`whose`); returns ``self``."""
         self.whose = whose
-        super().__init__(
-            message, server=server, uri=uri, hint=hint, local=local, command_hint=command_hint
-        )
+        return self
 
 
 class UnverifiableSkill(PolicyDenied):

@@ -118,8 +118,7 @@ class Gates:
                 server=server,
                 uri=uri,
                 hint=refused.hint or None,
-                whose=refused.whose,
-            )
+            ).by_rule_of(refused.whose)
         request = CrossOriginRequest(acting=others, target=server, uri=uri)
         answer = as_decision(await self._cross_origin.decide(request), self._cross_origin)
         if answer is not Decision.APPROVE:
@@ -178,8 +177,7 @@ class Gates:
                 server=key.origin,
                 uri=key.locator,
                 hint=policy.hint or None,
-                whose=policy.whose,
-            )
+            ).by_rule_of(policy.whose)
         request = self._shared.approval_request(record)
         approver = self._approver
         held = None

@@ -648,8 +648,7 @@ class EffectivePolicy:
             server=server,
             uri=uri,
             hint=self._who_changes(rule),
-            whose=_WHOSE[rule.layer],
-        )
+        ).by_rule_of(_WHOSE[rule.layer])
 
     def _check_lockdown(self, *, server: str, uri: str | None = None) -> None:
         if self.lockdown is not None:
@@ -659,8 +658,7 @@ class EffectivePolicy:
                 uri=uri,
                 hint=self.lockdown.hint
                 or "Fix the file or directory named, then run `skillward policy show`.",
-                whose=_WHOSE["admin"],
-            )
+            ).by_rule_of(_WHOSE["admin"])
 
     def _check_dynamic(self, label: str, uri: str) -> None:
         mode = self._scalars.get("skills.dynamic")
