@@ -50,6 +50,9 @@ CONFINED = {
     "fcntl": {"cache/_files.py", "trust/audit.py", "edge/_serversfile.py"},
     # Policy files and the user's config are read once, at the boundary.
     "tomllib": {"trust/_policyfile.py", "trust/_userconfig.py"},
+    # skillward[otel]: audit events as log records over OTLP/HTTP, imported only by the
+    # export thread of a trail that exports.
+    "opentelemetry": {"trust/_otlp.py"},
 }
 IO_MODULES = {
     "os",
@@ -102,6 +105,8 @@ PURE = sorted(
         PACKAGE / "trust" / "_userconfig.py",
         PACKAGE / "trust" / "approvals.py",
         PACKAGE / "trust" / "pending.py",
+        PACKAGE / "trust" / "_socketwire.py",
+        PACKAGE / "trust" / "_chain.py",
     ]
 )
 

@@ -19,13 +19,14 @@ if sys.platform != "win32":
 from skillward.core.config import Limits
 from skillward.core.errors import UsageError
 from skillward.trust.audit import (
-    AuditEvent,
+    CHAIN_ROOM,
     AuditTrail,
     as_client,
     parse_duration,
     read_events,
     rotated,
 )
+from tests.support.keys import Keyring, MemoryKeys
 
 FIELDS = {
     "time",
@@ -43,11 +44,22 @@ FIELDS = {
     "scope",
     "client_unverified",
     "via",
+    "n",
+    "prev",
 }
+
+# One key store per trail, shared by every writer of it (as processes share the keyring).
+KEYRINGS: dict[Path, Keyring] = {}
 
 
 def trail(path: Path, **limits: int) -> AuditTrail:
-    return AuditTrail(path, clock=lambda: 1000.0, limits=Limits(**limits))
+    keys = MemoryKeys(KEYRINGS.setdefault(path, Keyring()))
+    return AuditTrail(path, clock=lambda: 1000.0, limits=Limits(**limits), keys=keys)
+
+
+def event_lines(path: Path) -> list[bytes]:
+    """The file's lines that are events (not checkpoints)."""
+    return [line for line in path.read_bytes().splitlines() if b'"checkpoint":' not in line]
 
 
 @pytest.mark.threat("T36")
@@ -57,7 +69,7 @@ def test_each_event_is_one_json_line_with_every_fixed_field(tmp_path: Path) -> N
         "approval", "approved", label="acme", skill_uri="skill://x/SKILL.md", reason="r"
     )
     trail(path).record("gate", "denied", gate="execution", tool="bash", reason="r")
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = event_lines(path)
     assert len(lines) == 2
     for line in lines:
         assert set(json.loads(line)) == FIELDS
@@ -70,8 +82,7 @@ def test_server_strings_cannot_forge_lines_or_drive_a_terminal(tmp_path: Path) -
     path = tmp_path / "audit.jsonl"
     hostile = 'skill://x/\n{"event": "approval"}\x1b[2J\u202e/SKILL.md'
     trail(path).record("denial", "denied", skill_uri=hostile, reason="not approved")
-    (line,) = path.read_bytes().splitlines()
-    event = AuditEvent.model_validate_json(line)
+    (event,) = read_events(path).events
     assert event.skill_uri is not None
     assert "\n" not in event.skill_uri
     assert "\x1b" not in event.skill_uri
@@ -139,14 +150,18 @@ def test_writers_rotating_at_once_rotate_once_and_lose_no_event(tmp_path: Path) 
     for attempt in range(20):
         path = tmp_path / f"try-{attempt}" / "audit.jsonl"
         first = trail(path, max_audit_bytes=4096)
+        first.record("gate", "allowed", label="before", reason="x" * 100)  # and a checkpoint
+        size = path.stat().st_size
         first.record("gate", "allowed", label="before", reason="x" * 100)
-        kept, line = 1, path.stat().st_size  # every line is this long
-        while path.stat().st_size + 2 * line <= 4096:
+        kept, line = 2, path.stat().st_size - size  # every event's line is this long
+        # An event rotates the file when it, with room for a checkpoint, would pass the cap.
+        room = 4096 - CHAIN_ROOM
+        while path.stat().st_size + 2 * line <= room:
             first.record("gate", "allowed", label="before", reason="x" * 100)
             kept += 1
         first.record("gate", "allowed", label="before", reason="x" * 100)
         kept += 1
-        assert path.stat().st_size + line > 4096  # so the next line rotates
+        assert path.stat().st_size + line > room  # so the next event rotates
         start = threading.Barrier(writers, timeout=30)
 
         def write(n: int, path: Path = path, start: threading.Barrier = start) -> None:
@@ -161,7 +176,7 @@ def test_writers_rotating_at_once_rotate_once_and_lose_no_event(tmp_path: Path) 
             thread.join(timeout=30)
         labels = [e.label for e in read_events(path).events]
         assert labels.count("before") == kept
-        assert len(rotated(path).read_text().splitlines()) == kept  # rotated once
+        assert len(event_lines(rotated(path))) == kept  # rotated once
         assert sorted(str(label) for label in labels if label != "before") == [
             f"after{n}" for n in range(writers)
         ]

@@ -101,6 +101,13 @@ class Limits:
     store_lock_timeout: float = 30.0
     #: Bytes of the audit file before it is rotated (it and one predecessor are kept).
     max_audit_bytes: int = 8 * 1024 * 1024
+    #: Events an audit trail writer records between checkpoints (and at most seconds):
+    #: the events after the newest checkpoint are not yet vouched for (``docs/host.md``).
+    audit_checkpoint_events: int = 1000
+    audit_checkpoint_seconds: float = 60.0
+    #: Audit events held for export while the collector cannot be reached; past it the
+    #: oldest is dropped (and counted). The local trail keeps every one.
+    max_audit_export_events: int = 10_000
     #: Bytes of one HTTP request body ``skillward gateway --http`` accepts, counted as it
     #: arrives; a larger body is answered 413 before the rest is read.
     max_gateway_request_bytes: int = 1024 * 1024
