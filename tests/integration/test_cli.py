@@ -163,21 +163,49 @@ def test_approvals_list_with_the_store_unavailable_says_why_and_exits_3(tmp_path
     assert "`skillward doctor`" in result.stderr
 
 
-def test_approve_for_the_session_with_yes_says_nothing_is_kept(tmp_path: Path) -> None:
-    result = run(
-        "approve",
-        "refunds",
-        "--yes",
-        "--scope",
-        "session",
-        "--json",
-        "--no-local",
-        "--server",
-        EXAMPLES,
-        home=tmp_path,
-    )
+@pytest.mark.parametrize("scope", ["once", "session"])
+def test_approve_for_less_than_remember_outside_a_gateway_approves_nothing_and_exits_3(
+    tmp_path: Path, scope: str
+) -> None:
+    argv = ("approve", "refunds", "--yes", "--scope", scope, "--no-local", "--server", EXAMPLES)
+    result = run(*argv, home=tmp_path)
+    assert result.returncode == 3, result.stderr
+    assert f"a {scope!r} approval of 'refunds' would approve nothing" in result.stderr
+    assert "Nothing was approved" in result.stderr
+    assert "--scope remember" in result.stderr  # what does
+    assert result.stdout == ""
+    as_json = run(*argv, "--json", home=tmp_path)
+    assert as_json.returncode == 3
+    assert json.loads(as_json.stderr)["error"] == "ApprovalError"
+
+
+def test_approve_with_no_server_and_no_gateway_waiting_says_both(tmp_path: Path) -> None:
+    result = run("approve", "ex:refunds", "--no-local", home=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "no running skillward gateway waits for approval of 'ex:refunds'" in result.stderr
+    assert "skillward approvals pending" in result.stderr
+
+
+def test_approvals_pending_with_no_gateway_running_says_so(tmp_path: Path) -> None:
+    result = run("approvals", "pending", home=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["scope"] == "session"
+    assert "Nothing waits for approval (0 gateways running)." in result.stdout
+    as_json = run("approvals", "pending", "--json", home=tmp_path)
+    assert json.loads(as_json.stdout) == {"gateways": 0, "pending": []}
+
+
+@pytest.mark.threat("T60")
+def test_a_runtime_directory_open_to_others_is_not_asked_and_the_fix_is_named(
+    tmp_path: Path,
+) -> None:
+    runtime = Path(os.environ["XDG_RUNTIME_DIR"]) / "skillward"
+    runtime.mkdir(mode=0o755)
+    runtime.chmod(0o755)
+    result = run("approvals", "pending", home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    said = result.stderr.replace("\n", "")
+    assert f"running gateways cannot be asked: {runtime} is open to group or others" in said
+    assert f"(fix: chmod 700 {runtime})" in said
 
 
 def secret_service_or_skip(home: Path) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_cli import EXAMPLES, run, secret_service_or_skip
+from tests.integration.test_key_file import opt_in
 
 COMMON = ("--no-local", "--server", EXAMPLES)
 PDF_TOOLS = ["Bash(python:*)", "Read"]
@@ -38,24 +39,15 @@ def test_load_json_reports_requested_tools_and_grants_none_on_approve_once(
 def test_approve_grant_tools_grants_the_requested_tools_with_the_approval(
     tmp_path: Path,
 ) -> None:
+    opt_in(tmp_path)  # the file key store: remember works without a keyring
     result = run(
-        "approve",
-        "pdf-processing",
-        "--yes",
-        "--scope",
-        "session",
-        "--grant-tools",
-        "--json",
-        *COMMON,
-        home=tmp_path,
+        "approve", "pdf-processing", "--yes", "--grant-tools", "--json", *COMMON, home=tmp_path
     )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert data["scope"] == "session"
+    assert data["scope"] == "remember"
     assert data["requested_tools"] == data["granted_tools"] == PDF_TOOLS
-    plain = run(
-        "approve", "refunds", "--yes", "--scope", "session", "--grant-tools", *COMMON, home=tmp_path
-    )
+    plain = run("approve", "refunds", "--yes", "--grant-tools", *COMMON, home=tmp_path)
     assert plain.returncode == 0, plain.stderr
     assert "requests no tools" in plain.stderr
 

@@ -136,8 +136,10 @@ def test_approve_beyond_the_scope_the_policy_allows_exits_5(tmp_path: Path) -> N
     result = run(*argv, home=tmp_path)
     assert result.returncode == 5
     assert "approvals.persist = 'session'" in result.stderr
+    # The policy allows a session approval; outside a gateway, one approves nothing (3).
     session = run(*argv, "--scope", "session", home=tmp_path)
-    assert session.returncode == 0, session.stderr
+    assert session.returncode == 3, session.stderr
+    assert "approvals.persist" not in session.stderr
 
 
 @pytest.mark.threat("T40")

@@ -13,7 +13,14 @@ import sys
 from typing import TYPE_CHECKING
 
 from skillward.cli._context import EXIT_OK, add_command, audit_trail, over_host, store
-from skillward.core.errors import AmbiguousName, ApprovalDenied, RememberUnavailable, SkillNotFound
+from skillward.core.errors import (
+    AmbiguousName,
+    ApprovalDenied,
+    ApprovalError,
+    RememberUnavailable,
+    SkillNotFound,
+    UnknownServer,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -33,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "add_commands",
     "approvals_list",
+    "approvals_pending",
     "approvals_reset",
     "approvals_revoke",
     "approve",
@@ -45,7 +53,8 @@ def add_commands(commands: Commands) -> None:
         commands,
         "approve",
         approve,
-        help="review a skill and approve it (remembered by default), bound to its content",
+        help="review a skill and approve it (remembered by default), bound to its content; "
+        "without --server or --config, first the question a running gateway waits on",
     )
     approve_.add_argument("ref", metavar="REF")
     approve_.add_argument(
@@ -69,6 +78,12 @@ def add_commands(commands: Commands) -> None:
     add_command(
         actions, "list", approvals_list, help="every remembered approval, revoked ones included"
     )
+    add_command(
+        actions,
+        "pending",
+        approvals_pending,
+        help="the questions running gateways wait on (answer one with skillward approve REF)",
+    )
     revoke = add_command(
         actions,
         "revoke",
@@ -90,8 +105,55 @@ def add_commands(commands: Commands) -> None:
 # --- approve -----------------------------------------------------------------------------
 
 
+def approve(args: argparse.Namespace, terminal: Terminal) -> int:
+    """A running gateway's question about REF, when no server option names where to
+    review it and one waits; otherwise the skill as the servers given serve it now."""
+    import anyio
+
+    from skillward.cli._gateways import answer_waiting, find_waiting
+
+    asked_gateways = not _servers_named(args)
+    if asked_gateways:
+        found, _ = anyio.run(find_waiting, args.ref, terminal)
+        if found:
+            return anyio.run(answer_waiting, args, terminal, found)
+    if args.yes and args.scope != "remember":
+        raise _approves_nothing(args.scope, args.ref, asked_gateways=asked_gateways)
+    try:
+        return _approve_on_host(args, terminal)
+    except (UnknownServer, SkillNotFound) as error:
+        if not asked_gateways:
+            raise
+        raise type(error)(
+            f"{error.message}; and no running skillward gateway waits for approval of "
+            f"{args.ref!r} (skillward approvals pending lists what they wait on)",
+            server=error.server,
+            uri=error.uri,
+            hint=error.hint,
+            command_hint=error.command_hint,
+        ) from None
+
+
+def _servers_named(args: argparse.Namespace) -> bool:
+    """Whether the command was told where to review the skill (a server or a skills
+    directory of its own), so no gateway is asked."""
+    return bool(args.config or args.server or args.skills_dir)
+
+
+def _approves_nothing(scope: str, ref: str, *, asked_gateways: bool) -> ApprovalError:
+    """Why an approval for ``scope`` outside a gateway approves nothing."""
+    where = "no running skillward gateway waits for it, and " if asked_gateways else ""
+    return ApprovalError(
+        f"a {scope!r} approval of {ref!r} would approve nothing: {where}it would last only "
+        "while this command runs, and this command loads nothing. Nothing was approved",
+        command_hint="Remember it (--scope remember, the default), so that every later load "
+        "finds it; or, for a gateway that waits on it, run `skillward approve REF` without "
+        "--server or --config while the gateway runs.",
+    )
+
+
 @over_host
-async def approve(args: argparse.Namespace, on: Connected) -> int:
+async def _approve_on_host(args: argparse.Namespace, on: Connected) -> int:
     from skillward.trust.approvals import Decision, Grants, Scope, describe_scope
 
     request = await on.host.approval_request(args.ref)
@@ -109,6 +171,8 @@ async def approve(args: argparse.Namespace, on: Connected) -> int:
                 uri=request.key.locator,
             )
         recorded = answer.scope
+        if recorded is not Scope.REMEMBER:
+            raise _approves_nothing(recorded.value, qualified, asked_gateways=False)
     granted = list(answer.grants.tools) if recorded is not Scope.ONCE else []
     if args.json:
         on.terminal.json(
@@ -123,8 +187,6 @@ async def approve(args: argparse.Namespace, on: Connected) -> int:
         )
         return EXIT_OK
     note = f"{qualified}: {describe_scope(recorded)}"
-    if recorded is not Scope.REMEMBER:
-        note += " (nothing is kept once this command ends)"
     if granted:
         note += f"; tools granted: {', '.join(granted)}"
     on.terminal.note(note)
@@ -191,6 +253,17 @@ def approvals_list(args: argparse.Namespace, terminal: Terminal) -> int:
         if records or why is None:
             terminal.approvals(records)
     return EXIT_OK if why is None else RememberUnavailable.exit_code
+
+
+def approvals_pending(args: argparse.Namespace, terminal: Terminal) -> int:
+    """What the running gateways wait on, each with the command that answers it."""
+    import anyio
+
+    from skillward.cli._gateways import find_waiting, show_waiting
+
+    found, reached = anyio.run(find_waiting, None, terminal)
+    show_waiting(found, reached, terminal, as_json=args.json)
+    return EXIT_OK
 
 
 def approvals_revoke(args: argparse.Namespace, terminal: Terminal) -> int:

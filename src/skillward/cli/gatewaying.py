@@ -18,7 +18,11 @@ from skillward.cli._context import EXIT_OK, add_serving_command
 from skillward.cli.serving import _host_port
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
     from skillward.cli._context import Commands
+    from skillward.gateway._sessions import Sessions
+    from skillward.gateway.server import Gateway
     from skillward.terminal.prompts import Terminal
 
 __all__ = ["HOSTS", "add_commands", "gateway", "host_entry"]
@@ -252,6 +256,7 @@ async def _serve(args: argparse.Namespace, terminal: Terminal) -> None:
         )
         count = len(host.catalog())
         async with anyio.create_task_group() as group:
+            await _listen_for_terminals(group, served, sessions, terminal, args.name)
             if pages is not None:
                 pages_up = anyio.Event()
 
@@ -282,3 +287,32 @@ async def _serve(args: argparse.Namespace, terminal: Terminal) -> None:
                     served.server, host=address, port=port, token=secret, on_ready=ready
                 )
             group.cancel_scope.cancel()
+
+
+async def _listen_for_terminals(
+    group: TaskGroup, served: Gateway, sessions: Sessions, terminal: Terminal, name: str
+) -> None:
+    """Open the approval socket, where ``skillward approve`` in any terminal of this user
+    answers the questions the gateway could not put through its client; when it cannot
+    be opened, say why (those questions then name the command to run with the gateway's
+    server options)."""
+    from skillward._version import __version__
+    from skillward.cli._gateways import why_not
+    from skillward.core.errors import UsageError
+    from skillward.edge._dirs import runtime_dir
+    from skillward.gateway._answering import ApprovalSocket
+
+    answering = ApprovalSocket(
+        served.parked,
+        sessions,
+        audit=served.host.audit,
+        name=name,
+        version=__version__,
+        limits=served.host.limits,
+    )
+    try:
+        served.approval_socket = await group.start(answering.run, runtime_dir())
+    except (OSError, UsageError) as why:
+        terminal.note(
+            f"skillward gateway: skillward approve cannot reach this gateway: {why_not(why)}"
+        )

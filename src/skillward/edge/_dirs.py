@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import platformdirs
@@ -12,6 +13,7 @@ __all__ = [
     "default_servers_file",
     "gateway_token_file",
     "key_dir",
+    "runtime_dir",
     "server_log_dir",
     "user_cache_dir",
     "user_config_dir",
@@ -93,3 +95,15 @@ def gateway_token_file() -> Path:
     written 0600 and replaced each time the gateway starts.
     """
     return user_state_dir() / "gateway-token"
+
+
+def runtime_dir() -> Path:
+    """Where skillward keeps what lives only while it runs: the running gateways' approval
+    sockets (``$XDG_RUNTIME_DIR/skillward`` on Linux). When ``XDG_RUNTIME_DIR`` is unset,
+    or is not a 0700 directory of the user's own, platformdirs' own fallback
+    (``/run/user/UID``, else ``runtime-UID`` in the temporary directory), which it holds
+    to the same checks; OSError when none passes them."""
+    with warnings.catch_warnings():
+        # The fallback is the answer, not a problem to report on each use.
+        warnings.simplefilter("ignore", platformdirs.RuntimeDirWarning)
+        return platformdirs.user_runtime_path(_APP, appauthor=False)

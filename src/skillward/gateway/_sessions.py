@@ -101,6 +101,10 @@ class Sessions:
             await oldest.host.aclose()  # its window only; the connections stay
         return session
 
+    def find(self, key: str) -> ClientSession | None:
+        """The session ``key`` names, if it is still held (never made)."""
+        return self._sessions.get(key)
+
     def __len__(self) -> int:
         return len(self._sessions)
 

@@ -39,6 +39,7 @@ from skillward.core.errors import (
 )
 from skillward.core.registry import SkillRecord, parse_reference
 from skillward.core.tools import DATA, LIST_SKILLS, READ_SKILL
+from skillward.edge._trace import parse_trace, traced
 from skillward.gateway._approval import (
     CANCELLED,
     ELICITED,
@@ -237,7 +238,8 @@ class Gateway:
     ) -> types.CallToolResult | types.InputRequiredResult:
         client = _client_name(ctx)
         session = await self.sessions.get(self._key(ctx))
-        with as_client(client):
+        # The call's trace goes on to the upstream requests made for it (edge/_trace.py).
+        with as_client(client, tool=params.name), traced(parse_trace(params.meta)):
             try:
                 return await self._tool(ctx, session, params)
             except SkillwardError as error:

@@ -27,7 +27,7 @@ from skillward.core.context import CatalogItem, ContextBlock
 from skillward.core.errors import NoTerminal, SkillwardError, printable
 from skillward.core.registry import Collision, Declined, SkillRecord
 from skillward.core.visible import visible
-from skillward.terminal._describe import describe_question
+from skillward.terminal._describe import describe_facts, describe_question
 from skillward.terminal._render import (
     MARKS_NOTE,
     OriginSummary,
@@ -50,10 +50,11 @@ from skillward.trust.approvals import (
     Grants,
     Question,
     Scope,
+    SkillMdViewer,
 )
 from skillward.trust.audit import AuditEvent
 from skillward.trust.gates import CrossOriginRequest, ExecutionRequest
-from skillward.trust.pending import file_facts
+from skillward.trust.pending import ApprovalFacts, file_facts
 
 __all__ = [
     "Terminal",
@@ -128,6 +129,19 @@ class Terminal:
         self.err.print(safe(question, 500), soft_wrap=True)
         choices = {"y": "[bold]y[/bold]es", "n": "[bold]n[/bold]o"}
         return choose(self.err, stdin or sys.stdin, choices, "n") == "y"
+
+    def pick(
+        self, question: str, options: Sequence[str], *, stdin: TextIO | None = None
+    ) -> int | None:
+        """Ask which one of ``options`` (at most 9, numbered, each escaped) on stderr: its
+        index, or None for none of them (the default: Enter and end of input)."""
+        self.err.print(safe(question, 500), soft_wrap=True)
+        for number, option in enumerate(options, 1):
+            self.err.print(f"  {number}. {safe(option, 4000)}", soft_wrap=True)
+        choices = {str(n): str(n) for n in range(1, len(options) + 1)}
+        choices["n"] = "[bold]n[/bold]one"
+        answer = choose(self.err, stdin or sys.stdin, choices, "n")
+        return None if answer == "n" else int(answer) - 1
 
     def error(self, error: SkillwardError) -> None:
         if self.json_errors:
@@ -348,10 +362,9 @@ class TerminalApprover(_AtTerminal):
         choice = await anyio.to_thread.run_sync(choose, self.console, self.stdin, choices, "n")
         return Grants(tools=tools) if choice == "g" else Grants()
 
-    async def _view(self, request: ActivationRequest) -> None:
-        assert request.viewer is not None
+    async def _view(self, viewer: SkillMdViewer) -> None:
         try:
-            text = await request.viewer()
+            text = await viewer()
         except SkillwardError as error:
             self.terminal.error(error)
             return
@@ -360,23 +373,57 @@ class TerminalApprover(_AtTerminal):
             self._show(Text(printable(line, limit=100_000), overflow="fold"))
         self._show(Rule())
 
-    async def _one(self, question: Question, heading: str) -> Answer:
+    async def _scope(
+        self,
+        heading: str,
+        shown: RenderableType,
+        scopes: Sequence[Scope],
+        viewer: SkillMdViewer | None,
+    ) -> Scope | None:
+        """The scope the person approves for (of ``scopes``), or None when they deny;
+        ``v`` shows SKILL.md first, when there is a ``viewer``."""
         self._show(Rule(heading))
-        self._show(self.describe(question))
-        choices = ["o", "s"]
-        if question.remember_unavailable is None:
-            choices.append("r")
-        if question.request.viewer is not None:
+        self._show(shown)
+        choices = [key for key, scope in _SCOPES.items() if scope in scopes]
+        if viewer is not None:
             choices.append("v")
         choices.append("d")
         while True:
             choice = await anyio.to_thread.run_sync(self._read, choices)
-            if choice == "v":
-                await self._view(question.request)
+            if choice == "v" and viewer is not None:
+                await self._view(viewer)
                 continue
-            if choice in _SCOPES:
-                return Answer(Decision.APPROVE, _SCOPES[choice], await self._tools(question))
+            return _SCOPES.get(choice)
+
+    async def _one(self, question: Question, heading: str) -> Answer:
+        scopes = ApprovalFacts.of(question).scopes
+        viewer = question.request.viewer
+        scope = await self._scope(heading, self.describe(question), scopes, viewer)
+        if scope is None:
             return Answer(Decision.DENY)
+        return Answer(Decision.APPROVE, scope, await self._tools(question))
+
+    async def ask_facts(
+        self,
+        facts: ApprovalFacts,
+        *,
+        viewer: SkillMdViewer | None = None,
+        heading: str = "approve loading this skill?",
+    ) -> Answer:
+        """Ask about one pending approval known by its facts alone (a running gateway's
+        question, for ``skillward approve``): the prompt :meth:`ask` shows, offering the
+        scopes ``facts`` offers; nothing but the approval is granted (no tool grant).
+        With no terminal it raises NoTerminal."""
+        if not self.stdin.isatty():
+            raise NoTerminal(
+                NO_TERMINAL,
+                server=facts.origin_label,
+                uri=facts.uri,
+                command_hint="Run the command in a terminal, or answer without a prompt "
+                "with --yes (and --scope).",
+            )
+        scope = await self._scope(heading, describe_facts(facts), facts.scopes, viewer)
+        return Answer(Decision.DENY) if scope is None else Answer(Decision.APPROVE, scope)
 
     async def ask(self, questions: Sequence[Question]) -> list[Answer]:
         if not questions:
