@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from skillward.core.context import CatalogItem, ContextBlock
     from skillward.core.errors import (
         AmbiguousName,
+        AnswerRefused,
         ApprovalDenied,
         ApprovalError,
         ApprovalTimedOut,
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
         FrontmatterError,
         FrontmatterMismatch,
         IntegrityError,
+        InvalidApprovalToken,
         InvalidEntry,
         InvalidResponse,
         InvalidUri,
@@ -66,6 +68,7 @@ if TYPE_CHECKING:
         SkillNotFound,
         SkillTooLarge,
         SkillwardError,
+        StaleAnswer,
         StoreTampered,
         TransportError,
         UnknownServer,
@@ -148,8 +151,11 @@ if TYPE_CHECKING:
         ExecutionGate,
         ExecutionRequest,
     )
+    from skillward.trust.parking import ParkedApproval, ParkedApprovals
     from skillward.trust.pending import ApprovalFacts, PendingApproval
     from skillward.trust.policy import EffectivePolicy, Lockdown, NoPolicy, Pin, Policy, Refusal
+    from skillward.trust.tokens import ApprovalTokens, MemoryNonces, NonceStore, TokenClaims
+    from skillward.trust.web import WebApprover
 
 __all__ = [
     "TOOL_SCHEMAS",
@@ -157,6 +163,7 @@ __all__ = [
     "ActivationRequest",
     "AmbiguousName",
     "Answer",
+    "AnswerRefused",
     "ApprovalBook",
     "ApprovalDenied",
     "ApprovalError",
@@ -165,6 +172,7 @@ __all__ = [
     "ApprovalRules",
     "ApprovalStorage",
     "ApprovalTimedOut",
+    "ApprovalTokens",
     "ApproveOnce",
     "Approved",
     "Approver",
@@ -205,6 +213,7 @@ __all__ = [
     "HttpTransport",
     "InMemoryTransport",
     "IntegrityError",
+    "InvalidApprovalToken",
     "InvalidEntry",
     "InvalidResponse",
     "InvalidUri",
@@ -213,12 +222,16 @@ __all__ = [
     "ListingRunaway",
     "LocalSkillDir",
     "Lockdown",
+    "MemoryNonces",
     "NeverApproved",
     "NoCache",
     "NoPolicy",
     "NoTerminal",
+    "NonceStore",
     "Origin",
     "OriginError",
+    "ParkedApproval",
+    "ParkedApprovals",
     "PendingApproval",
     "Pin",
     "Policy",
@@ -251,6 +264,7 @@ __all__ = [
     "SkillTooLarge",
     "SkillsPage",
     "SkillwardError",
+    "StaleAnswer",
     "StdioTransport",
     "StoreTampered",
     "SyncSkillHost",
@@ -258,6 +272,7 @@ __all__ = [
     "TerminalApprover",
     "TerminalCrossOriginGate",
     "TerminalExecutionGate",
+    "TokenClaims",
     "ToolSet",
     "ToolStyle",
     "TransportError",
@@ -267,6 +282,7 @@ __all__ = [
     "UnverifiableSkill",
     "UsageError",
     "Verdict",
+    "WebApprover",
     "__version__",
     "assess",
     "check_frontmatter",
@@ -295,6 +311,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "skillward.core.context": ("CatalogItem", "ContextBlock"),
     "skillward.core.errors": (
         "AmbiguousName",
+        "AnswerRefused",
         "ApprovalDenied",
         "ApprovalError",
         "ApprovalTimedOut",
@@ -307,6 +324,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "FrontmatterError",
         "FrontmatterMismatch",
         "IntegrityError",
+        "InvalidApprovalToken",
         "InvalidEntry",
         "InvalidResponse",
         "InvalidUri",
@@ -325,6 +343,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "SkillNotFound",
         "SkillTooLarge",
         "SkillwardError",
+        "StaleAnswer",
         "StoreTampered",
         "TransportError",
         "UnknownServer",
@@ -407,6 +426,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "ExecutionGate",
         "ExecutionRequest",
     ),
+    "skillward.trust.parking": ("ParkedApproval", "ParkedApprovals"),
     "skillward.trust.pending": ("ApprovalFacts", "PendingApproval"),
     "skillward.trust.policy": (
         "EffectivePolicy",
@@ -416,6 +436,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "Policy",
         "Refusal",
     ),
+    "skillward.trust.tokens": ("ApprovalTokens", "MemoryNonces", "NonceStore", "TokenClaims"),
+    "skillward.trust.web": ("WebApprover",),
 }
 _WHERE = {name: module for module, names in _MODULES.items() for name in names}
 

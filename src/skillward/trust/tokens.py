@@ -60,6 +60,7 @@ class MemoryNonces:
         self._lock = threading.Lock()
 
     def claim(self, nonce: str, expires: float) -> bool:
+        """True the first time ``nonce`` is claimed in this process, False after."""
         with self._lock:
             now = self._clock()
             self._used = {n: e for n, e in self._used.items() if e >= now}
