@@ -10,16 +10,29 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import anyio
+import mcp_types as types
 import pytest
 
 from skillward.core.config import Limits
 from skillward.trust.audit import AuditExport, AuditTrail, read_events, verify_trail
+from tests.support.gated import (
+    DEPLOY_BODY_LINE,
+    DEPLOY_DESCRIPTION,
+    NOTES,
+    Served,
+    build_gated_tree,
+    serve,
+)
+from tests.support.gateway import Asker, choose, client_of, gateway_over
 from tests.support.keys import Keyring, MemoryKeys
 from tests.support.otlp_receiver import Receiver, free_port
 
 pytestmark = pytest.mark.threat("T63")
 
 WAIT = 30
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+TRACEPARENT = f"00-{TRACE_ID}-00f067aa0ba902b7-01"
 
 
 @contextmanager
@@ -150,3 +163,45 @@ def test_without_a_collector_named_a_required_export_is_said_at_start_up(
     assert "policy.toml:3" in trail.export_problem
     trail.record("gate", "allowed", reason="r")  # and the trail still records
     assert len(read_events(tmp_path / "audit.jsonl").events) == 1
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Served:
+    root = tmp_path / "acme"
+    build_gated_tree(root, tmp_path / "marker")
+    return serve(root, "acme")
+
+
+@pytest.mark.anyio
+@pytest.mark.threat("T64")
+async def test_a_gateway_load_exports_who_decided_in_which_trace_and_no_content(
+    tmp_path: Path, served: Served
+) -> None:
+    receiver = Receiver()
+    with receiver.running() as url:
+        trail = exporting(tmp_path / "audit.jsonl", url)
+        asker = Asker([choose("once")])
+        with anyio.fail_after(WAIT):
+            async with (
+                gateway_over([served.spec], audit=trail) as gateway,
+                client_of(gateway, "auto", asker, name="claude-code") as client,
+            ):
+                traced = types.RequestParamsMeta(traceparent=TRACEPARENT)  # type: ignore[typeddict-unknown-key]
+                loaded = await client.call_tool("read_skill", {"ref": "deploy"}, meta=traced)
+                assert not loaded.is_error
+                notes = await client.call_tool(
+                    "read_skill_file", {"ref": "deploy", "path": "notes.md"}
+                )
+                assert not notes.is_error
+        records = await anyio.to_thread.run_sync(receiver.wait_for, 1, WAIT)
+        trail.close()
+    (approval,) = [r for r in records if r.event_name == "skillward.audit.approval"]
+    assert approval.trace_id == TRACE_ID
+    assert approval.span_id == "00f067aa0ba902b7"
+    assert approval.attributes["mcp.method.name"] == "tools/call"
+    assert approval.attributes["gen_ai.tool.name"] == "read_skill"
+    assert approval.attributes["skillward.decided_by"] == "elicitation"
+    assert approval.attributes["skillward.client.name"] == "claude-code"
+    sent = b"".join(receiver.bodies)
+    for content in (DEPLOY_DESCRIPTION.encode(), DEPLOY_BODY_LINE.encode(), NOTES.strip()):
+        assert content not in sent
