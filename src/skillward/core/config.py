@@ -109,7 +109,8 @@ class Limits:
     #: oldest is dropped (and counted). The local trail keeps every one.
     max_audit_export_events: int = 10_000
     #: Bytes of one HTTP request body ``skillward gateway --http`` accepts, counted as it
-    #: arrives; a larger body is answered 413 before the rest is read.
+    #: arrives; a larger body is answered 413 before the rest is read. Also the bytes of
+    #: one request line on the gateway's approval socket, read no further.
     max_gateway_request_bytes: int = 1024 * 1024
     #: Bytes of one policy file read at most; a larger one cannot be used (fail closed).
     max_policy_bytes: int = 1024 * 1024

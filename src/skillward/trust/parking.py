@@ -97,7 +97,7 @@ class ParkedApproval:
             "id": self.id,
             "ref": self.ref,
             "content_hash": self.content_hash,
-            "facts": self.facts.model_dump(mode="json"),
+            "facts": self.facts.to_json(),
             "client": self.client,
             "created": self.created,
             "expires": self.expires,
