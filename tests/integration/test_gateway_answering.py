@@ -6,6 +6,7 @@ The gateway is the real one over a real reference server (in memory), its socket
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -28,12 +29,17 @@ from skillward.trust._socketwire import (
     parse_reply,
 )
 from skillward.trust.audit import AuditTrail, read_events
+from tests.integration.test_gateway_approve_in_terminal import ASKS, environment
 from tests.support.gated import DEPLOY_BODY_LINE, NOTES, Served, build_gated_tree, serve
 from tests.support.gateway import Asker, choose, client_of, gateway_over, text
+from tests.support.listings import REPO_ROOT
+from tests.support.screen import Screen
 
 pytestmark = pytest.mark.anyio
 
 WAIT = 20
+#: The end of the question which of several to answer ("1, 2, none? (n): ").
+PICK = r"\(n\)(?:\x1b\[[0-9;]*m)*: "
 
 
 @pytest.fixture
@@ -206,3 +212,45 @@ async def test_without_its_socket_the_gateway_names_the_command_with_its_own_ser
     assert "with the server options this gateway was started with" in text(refused)
     assert "skillward approve acme:deploy, and to choose remember" in text(refused)
     assert gateway.parked.pending() == []
+
+
+@pytest.mark.threat("T60")
+async def test_several_questions_about_one_skill_are_listed_and_the_person_picks_one(
+    served: Served,
+) -> None:
+    command = [sys.executable, "-m", "skillward", "approve", "acme:deploy"]
+
+    def pick_the_second() -> tuple[str, int]:
+        screen = Screen(command, env=environment(), cwd=REPO_ROOT)
+        listed = screen.expect(PICK)
+        screen.send("2")
+        screen.expect(ASKS)
+        screen.send("s")
+        return listed, screen.finish()
+
+    with anyio.fail_after(WAIT * 4):
+        async with (
+            gateway_over([served.spec]) as gateway,
+            answering(gateway),
+            client_of(gateway, "auto", name="one") as one,
+            client_of(gateway, "auto", name="two") as two,
+        ):
+            await one.call_tool("read_skill", {"ref": "deploy"})
+            await two.call_tool("read_skill", {"ref": "deploy"})
+            unattended = await anyio.run_process(
+                command, env=environment(), cwd=REPO_ROOT, check=False
+            )
+            listed, status = await anyio.to_thread.run_sync(pick_the_second)
+            first = await one.call_tool("read_skill", {"ref": "deploy"})
+            second = await two.call_tool("read_skill", {"ref": "deploy"})
+    assert unattended.returncode == 2  # no terminal to pick at: both named, none answered
+    said = unattended.stderr.decode()
+    assert "2 questions about 'acme:deploy' wait in running gateways" in said
+    assert "client 'one'" in said
+    assert "client 'two'" in said
+    assert status == 0
+    assert "1. acme:deploy" in listed
+    assert "2. acme:deploy" in listed
+    assert first.is_error  # the first client's question still waits
+    assert not second.is_error
+    assert DEPLOY_BODY_LINE in text(second)

@@ -12,6 +12,7 @@ the gateway approves nothing. Imports neither ``mcp`` nor the host.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,7 +189,7 @@ def _one(found: list[Found], ref: str, terminal: Terminal) -> Found:
     if len(found) == 1:
         return found[0]
     shown = [item.describe() for item in found]
-    if len(found) > 9 or not terminal.err.is_terminal:
+    if len(found) > 9 or not sys.stdin.isatty():
         raise AmbiguousName(
             f"{len(found)} questions about {ref!r} wait in running gateways",
             candidates=[printable(line, limit=300) for line in shown],

@@ -111,7 +111,9 @@ def approve(args: argparse.Namespace, terminal: Terminal) -> int:
     import anyio
 
     from skillward.cli._gateways import answer_waiting, find_waiting
+    from skillward.core.registry import parse_reference
 
+    parse_reference(args.ref)  # a reference that is none is a usage error, asking no one
     asked_gateways = not _servers_named(args)
     if asked_gateways:
         found, _ = anyio.run(find_waiting, args.ref, terminal)

@@ -137,9 +137,11 @@ class ApprovalSocket:
             via=via,
         )
         if approving and answer.scope is not Scope.ONCE:
-            # Recorded now, in that session's book: nothing is left for read_skill to take.
-            self.parked.withdraw(parked.id)
+            # Recorded now, in that session's book; what the rules let it record for no
+            # longer than this load stays for read_skill to take.
             answer = await session.book.settle(parked.pending, answer)
+            if answer.scope is not Scope.ONCE:
+                self.parked.withdraw(parked.id)
         self._audit(parked, answer)
         return AnswerReply(
             op="answer",

@@ -15,8 +15,10 @@ gateway to another server's resources.
 from __future__ import annotations
 
 import logging
+import shlex
 import weakref
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
@@ -71,6 +73,7 @@ from skillward.host.skillhost import SkillHost
 from skillward.host.types import Activation
 from skillward.trust.approvals import Answer
 from skillward.trust.audit import as_client
+from skillward.trust.parking import ParkedApprovals
 from skillward.trust.pending import PendingApproval
 from skillward.trust.tokens import ApprovalTokens
 
@@ -143,6 +146,7 @@ class Gateway:
         *,
         sessions: Sessions,
         tokens: ApprovalTokens | None = None,
+        parked: ParkedApprovals | None = None,
         approval_timeout: float = 600.0,
         name: str = "skillward-gateway",
         version: str = "",
@@ -158,6 +162,11 @@ class Gateway:
         self.sessions = sessions
         #: Signs each 2026-07-28 question's ``request_state`` (a key made per process).
         self.tokens = tokens or ApprovalTokens()
+        #: The questions the client could not be asked, for ``skillward approve`` to answer.
+        self.parked = parked if parked is not None else ParkedApprovals()
+        #: Where ``skillward approve`` reaches :attr:`parked` (its approval socket), once it
+        #: listens; None: the questions are not parked, and the command says what to run.
+        self.approval_socket: Path | None = None
         self.approval_timeout = approval_timeout
         self.asker = Asker(self.tokens, lambda: self.approval_timeout)
         self.bus = InMemorySubscriptionBus()
@@ -318,7 +327,11 @@ class Gateway:
             return self._origin_error(error, record)
         if pending.settled:
             return await self._load(session, pending, None)
+        given = self.parked.take(pending, waiter=session.key)
+        if given is not None:  # the person answered in a terminal (skillward approve)
+            return await self._load(session, pending, given)
         qualified = pending.facts.ref
+        client = _client_name(ctx)
         capabilities = ctx.session.client_capabilities
         pages = self.pages if self.pages is not None and self.pages.ready else None
         on_page = pages is not None and asks_urls(capabilities)
@@ -330,8 +343,7 @@ class Gateway:
                 ApprovalError(
                     f"loading skill {qualified!r} needs the person's approval, and this MCP "
                     "client cannot ask them (it does not support form elicitation); nothing was "
-                    f"loaded. Ask the person to run: skillward approve {qualified} "
-                    "(in a terminal), then call read_skill again",
+                    f"loaded. {self._in_a_terminal(session, pending, client)}",
                     server=record.origin.label,
                     uri=record.key.locator,
                 ),
@@ -345,13 +357,14 @@ class Gateway:
             else:
                 message = approval_message(pending.facts, read_at=read_in_a_terminal(qualified))
                 if len(message) > limit:
-                    return self._too_long(session, pending, len(message), limit)
+                    return self._too_long(session, pending, len(message), limit, client)
                 asked = await self.asker.ask_in_form(ctx, question, message, params)
         except NotAnswered as refusal:
             return self._refused(
                 session,
                 pending,
                 refusal.why,
+                client,
                 unanswered=refusal.unanswered,
                 timed_out=refusal.timed_out,
             )
@@ -363,11 +376,32 @@ class Gateway:
         answer = answer_for(action, content, how=ON_THE_PAGE if on_page else ELICITED)
         if answer is None:
             why = not_approved(action, content)
-            return self._refused(session, pending, why, unanswered=why == CANCELLED)
+            return self._refused(session, pending, why, client, unanswered=why == CANCELLED)
         return await self._load(session, pending, answer)
 
+    def _in_a_terminal(
+        self, session: ClientSession, pending: PendingApproval, client: str | None
+    ) -> str:
+        """What to tell a client the gateway could not ask through: the command that
+        approves in a terminal, exactly as the person runs it. With the approval socket
+        up, the question is parked for this client session, and the command answers it."""
+        command = f"skillward approve {shlex.quote(pending.facts.ref)}"
+        if self.approval_socket is None:
+            return (
+                "Ask the person to run, in a terminal and with the server options this "
+                f"gateway was started with: {command}, and to choose remember; then call "
+                "read_skill again"
+            )
+        self.parked.park(pending, waiter=session.key, client=client)
+        return f"Ask the person to run: {command} (in a terminal), then call read_skill again"
+
     def _too_long(
-        self, session: ClientSession, pending: PendingApproval, length: int, limit: int
+        self,
+        session: ClientSession,
+        pending: PendingApproval,
+        length: int,
+        limit: int,
+        client: str | None,
     ) -> types.CallToolResult:
         """A form shows the question whole or it is not asked: nothing is approved on a part."""
         _audit_denial(
@@ -379,10 +413,9 @@ class Gateway:
             ApprovalError(
                 f"loading skill {qualified!r} needs the person's approval, and the "
                 f"question takes {length} characters to show whole, more than the "
-                f"{limit} the gateway puts in a form; nothing was loaded. Ask the person "
-                f"to run: skillward approve {qualified} (in a terminal, which shows it "
-                "whole), or to start the gateway with --approval-page, then call "
-                "read_skill again",
+                f"{limit} the gateway puts in a form; nothing was loaded. A terminal "
+                "shows it whole (or start the gateway with --approval-page). "
+                f"{self._in_a_terminal(session, pending, client)}",
                 server=record.origin.label,
                 uri=record.key.locator,
             ),
@@ -394,6 +427,7 @@ class Gateway:
         session: ClientSession,
         pending: PendingApproval,
         why: str,
+        client: str | None,
         *,
         unanswered: bool,
         timed_out: bool = False,
@@ -409,8 +443,8 @@ class Gateway:
             error = unanswered_error(
                 f"loading skill {qualified!r} was not approved: {why}; nothing was loaded. "
                 "The person may not have seen the question (a host that cannot show one, "
-                "as when it runs without a person, cancels it). Ask them to run: "
-                f"skillward approve {qualified} (in a terminal), then call read_skill again",
+                "as when it runs without a person, cancels it). "
+                f"{self._in_a_terminal(session, pending, client)}",
                 server=record.origin.label,
                 uri=record.key.locator,
             )
