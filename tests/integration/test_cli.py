@@ -138,6 +138,16 @@ def test_load_with_no_terminal_exits_3_naming_commands_that_exist(tmp_path: Path
     assert "`skillward load examples:refunds --approve-once`" in hint
 
 
+def test_approve_with_no_terminal_names_how_to_approve_without_a_prompt(tmp_path: Path) -> None:
+    result = run("approve", "refunds", "--no-local", "--server", EXAMPLES, home=tmp_path)
+    assert result.returncode == 3
+    error, hint = result.stderr.strip().splitlines()
+    assert error.endswith("cannot ask for approval: there is no terminal to ask at")
+    # Not itself again: the same command, answered on the command line.
+    assert "`skillward approve examples:refunds --yes`" in hint
+    assert "--approve-once" not in hint
+
+
 def test_approve_remember_without_a_keyring_records_nothing_and_exits_3(tmp_path: Path) -> None:
     result = run("approve", "refunds", "--yes", "--no-local", "--server", EXAMPLES, home=tmp_path)
     assert result.returncode == 3

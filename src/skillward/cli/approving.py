@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import shlex
 import sys
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,7 @@ from skillward.core.errors import (
     AmbiguousName,
     ApprovalDenied,
     ApprovalError,
+    NoTerminal,
     RememberUnavailable,
     SkillNotFound,
     UnknownServer,
@@ -165,7 +167,17 @@ async def _approve_on_host(args: argparse.Namespace, on: Connected) -> int:
     if args.yes:
         answer, recorded = await _approve_now(book, request, Scope(args.scope), grants)
     else:
-        answer = await book.review(request, grant_tools=bool(grants.tools))
+        try:
+            answer = await book.review(request, grant_tools=bool(grants.tools))
+        except NoTerminal as error:  # its own hint would send the person back here
+            raise NoTerminal(
+                error.message,
+                server=error.server,
+                uri=error.uri,
+                command_hint="Run it in a terminal, or approve without a prompt (you name "
+                f"the skill: that is the consent): `skillward approve {shlex.quote(qualified)} "
+                "--yes`.",
+            ) from None
         if answer.decision is not Decision.APPROVE:
             raise ApprovalDenied(
                 f"{qualified!r} was not approved",
