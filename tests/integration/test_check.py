@@ -24,6 +24,7 @@ from tests.support.listings import REPO_ROOT
 from tests.support.misbehaving import deaf_argv
 from tests.support.rulebreakers import build_tree, error, served
 from tests.support.servers import http_server, serve_argv
+from tests.support.trees import skill_md, write
 
 SARIF_SCHEMA = Path(__file__).resolve().parents[1] / "data" / "sarif-schema-2.1.0.json"
 HOSTILE_RULES = {
@@ -89,11 +90,24 @@ def test_the_bundled_examples_over_http_pass_and_report_as_json(tmp_path: Path) 
     assert set(finding) >= {"rule", "severity", "skill", "uri", "message"}
 
 
-def test_strict_makes_a_warning_fail(tmp_path: Path) -> None:
-    # The bundled pdf-processing skill requests allowed-tools: a warning.
-    result = run("check", "--strict", "--no-local", "--server", EXAMPLES, home=tmp_path)
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert "SW-HYG-003" in result.stdout
+def broad_skill(root: Path) -> Path:
+    """A skills directory with one warning: a shell granted whole."""
+    write(root, "shell/SKILL.md", skill_md("shell", "Runs things", "allowed-tools: Bash\n"))
+    return root
+
+
+def test_strict_passes_on_the_bundled_examples_and_fails_on_a_warning(tmp_path: Path) -> None:
+    # pdf-processing requests allowed-tools, narrowed (Bash(python:*)): the SEP allows it.
+    examples = run("check", "--strict", "--no-local", "--server", EXAMPLES, home=tmp_path)
+    assert examples.returncode == 0, examples.stdout + examples.stderr
+    assert "SW-HYG-003" in examples.stdout
+    assert "0 errors, 0 warnings" in examples.stdout
+    skills = broad_skill(tmp_path / "skills")
+    lenient = run("check", "--no-local", str(skills), home=tmp_path)
+    assert lenient.returncode == 0, lenient.stdout + lenient.stderr
+    strict = run("check", "--strict", "--no-local", str(skills), home=tmp_path)
+    assert strict.returncode == 1, strict.stdout + strict.stderr
+    assert "SW-HYG-008" in strict.stdout
 
 
 def test_a_hostile_server_over_stdio_is_reported_with_exit_1(tmp_path: Path) -> None:
@@ -312,15 +326,17 @@ def test_sarif_from_the_command_is_valid_too(tmp_path: Path) -> None:
 
 def test_a_baseline_accepts_known_findings_and_fails_on_a_stale_entry(tmp_path: Path) -> None:
     baseline = tmp_path / "baseline.json"
-    strict = ("--strict", "--server", EXAMPLES)
+    strict = ("--strict", "--no-local", str(broad_skill(tmp_path / "skills")))
     first = run("check", *strict, "--write-baseline", str(baseline), home=tmp_path)
-    assert first.returncode == 1, first.stdout + first.stderr
+    # Writing a baseline accepts every finding of the run: it passes.
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "2 more accepted by the baseline" in " ".join(first.stdout.split())
     accepted = run("check", *strict, "--baseline", str(baseline), home=tmp_path)
     assert accepted.returncode == 0, accepted.stdout + accepted.stderr
-    assert "4 more accepted by the baseline" in " ".join(accepted.stdout.split())
+    assert "2 more accepted by the baseline" in " ".join(accepted.stdout.split())
     data = json.loads(baseline.read_text())
     data["findings"].append(
-        {"server": "examples", "rule": "SW-READ-006", "skill": "skill://x/SKILL.md", "uri": None}
+        {"server": "skills", "rule": "SW-READ-006", "skill": "skill://x/SKILL.md", "uri": None}
     )
     baseline.write_text(json.dumps(data))
     stale = run("check", *strict, "--baseline", str(baseline), home=tmp_path)
@@ -330,3 +346,11 @@ def test_a_baseline_accepts_known_findings_and_fails_on_a_stale_entry(tmp_path: 
     broken = run("check", *strict, "--baseline", str(baseline), home=tmp_path)
     assert broken.returncode == 2
     assert "not a skillward check baseline" in broken.stderr
+
+
+def test_writing_a_baseline_still_exits_6_for_a_server_not_checked(tmp_path: Path) -> None:
+    baseline = tmp_path / "baseline.json"
+    gone = ("--server", "gone=/nonexistent/server --stdio")
+    result = run("check", *gone, "--write-baseline", str(baseline), home=tmp_path)
+    assert result.returncode == 6, result.stdout + result.stderr
+    assert baseline.exists()

@@ -21,6 +21,7 @@ from skillward.core.frontmatter import (
     check_frontmatter,
     diff_frontmatter,
     json_equal,
+    key_lines,
     parse_skill_md,
 )
 from tests.support.hostile_yaml import HOSTILE
@@ -369,3 +370,40 @@ def test_differing_fields_are_reported_by_name(
 def test_json_equality_follows_json_not_python(left: object, right: object, equal: bool) -> None:
     assert json_equal(left, right) is equal
     assert json_equal(right, left) is equal
+
+
+# --- where each key is written (skillward check's lines) ---------------------------------
+
+
+def test_each_top_level_key_is_found_on_its_line_of_skill_md() -> None:
+    data = md(
+        "name: pdf\ndescription: |\n  Two\n  lines\nmetadata:\n  name: inner\nallowed-tools: Bash\n"
+    )
+    assert key_lines(data) == {"name": 2, "description": 3, "metadata": 6, "allowed-tools": 8}
+
+
+def test_key_lines_count_a_bom_and_crlf_as_a_reader_does() -> None:
+    data = b"\xef\xbb\xbf---\r\nname: a\r\n\r\ndescription: d\r\n---\r\n"
+    assert key_lines(data) == {"name": 2, "description": 4}
+
+
+def test_key_lines_stop_at_broken_yaml_and_are_empty_without_frontmatter() -> None:
+    assert key_lines(md("name: a\nlist: [1\nz: 2\n")) == {"name": 2, "list": 3}
+    assert key_lines(b"# no frontmatter\n") == {}
+    assert key_lines(md("- a\n- b\n")) == {}
+
+
+@settings(max_examples=200)
+@given(_SIMPLE_DOCUMENTS)
+def test_every_key_parsed_has_the_line_it_is_written_on(text: str) -> None:
+    data = f"---\n{text}---\n".encode()
+    try:
+        parsed = parse_skill_md(data).frontmatter
+    except FrontmatterError:
+        return
+    lines = key_lines(data)
+    assert set(lines) == set(parsed)
+    # Lines as readers count them: YAML's other line breaks (NEL) do not start one.
+    written = data.decode().split("\n")
+    for key, line in lines.items():
+        assert key in written[line - 1], (key, line)

@@ -243,6 +243,8 @@ def test_content_errors_name_their_rule() -> None:
     assert digest.value.rule == "SW-READ-006"
     for data, rule in (
         (b"# none\n", "SW-FM-009"),
+        # Not YAML at all: no YAML frontmatter, as SEP-2640 requires (MUST).
+        (b"---\na: [1, 2\n---\n", "SW-FM-009"),
         (b"---\na: &x 1\n---\n", "SW-FM-011"),
         (b"---\n" + b"a: [" * 40 + b"]" * 40 + b"\n---\n", "SW-LIM-003"),
     ):

@@ -7,8 +7,9 @@ counted, and :meth:`Audit.call`, which turns a server's refusal into a finding.
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -36,14 +37,18 @@ T = TypeVar("T")
 @dataclass(frozen=True, slots=True)
 class Finding:
     """One broken rule. ``skill`` is the skill's URI (None: the server as a whole),
-    ``uri`` the file or other resource it is about when not the skill itself. Strings
-    are as the server sent them, bounded; ``message`` is escaped and quotes no content."""
+    ``uri`` the file or other resource it is about when not the skill itself, ``line``
+    the line of that file (1-based) where one is known. Strings are as the server sent
+    them, bounded; ``message`` is escaped and quotes no content. ``cause``: what a known
+    framework does to produce it, and what its author can do (never server text)."""
 
     rule: str
     severity: Severity
     skill: str | None
     uri: str | None
     message: str
+    line: int | None = None
+    cause: str | None = None
 
 
 class Stop(Exception):
@@ -66,21 +71,37 @@ class Audit:
         self.client = client
         self.limits = limits
         self.findings: list[Finding] = []
-        self.seen: set[tuple[str, str | None, str | None, str]] = set()
+        self.seen: set[tuple[str, str | None, str | None, str, int | None]] = set()
         self.omitted = 0
         self.files = 0
         self.skills = 0
         #: The connection ended after a message past the host's caps.
         self.stopped = False
         self.token = secrets.token_hex(6)
+        #: Frameworks whose signature the server showed (``_frameworks.py``).
+        self.frameworks: set[str] = set()
+        #: By skill URI, the line of each top-level key of its SKILL.md, once read.
+        self.key_lines: dict[str, Mapping[str, int]] = {}
+        #: Findings about one frontmatter field, located once SKILL.md's lines are known.
+        self.fields: list[tuple[int, str]] = []
 
     # --- recording ----------------------------------------------------------------------
 
     def add(
-        self, rule_id: str, message: str, *, skill: str | None = None, uri: str | None = None
+        self,
+        rule_id: str,
+        message: str,
+        *,
+        skill: str | None = None,
+        uri: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        cause: str | None = None,
     ) -> None:
+        """Record a finding. ``field``: the frontmatter key it is about, which locates it
+        in SKILL.md (:meth:`locate`)."""
         text = printable(message, limit=600)
-        key = (rule_id, skill, uri, text)
+        key = (rule_id, skill, uri, text, line)
         if key in self.seen:
             return
         if len(self.findings) >= MAX_FINDINGS:
@@ -89,10 +110,22 @@ class Audit:
         self.seen.add(key)
         severity = rule(rule_id).severity
         uri = None if uri == skill else uri
-        self.findings.append(Finding(rule_id, severity, _bounded(skill), _bounded(uri), text))
+        if field is not None and skill is not None and uri is None:
+            self.fields.append((len(self.findings), field))
+        self.findings.append(
+            Finding(rule_id, severity, _bounded(skill), _bounded(uri), text, line, cause)
+        )
 
     def violation(self, found: Violation, *, skill: str | None, prefix: str = "") -> None:
-        self.add(found.rule, prefix + found.message, skill=skill, uri=found.uri)
+        self.add(found.rule, prefix + found.message, skill=skill, uri=found.uri, field=found.field)
+
+    def locate(self) -> None:
+        """Give each finding about a frontmatter field the line of that key in SKILL.md."""
+        for index, key in self.fields:
+            finding = self.findings[index]
+            line = self.key_lines.get(finding.skill or "", {}).get(key)
+            if line is not None and finding.line is None:
+                self.findings[index] = dataclasses.replace(finding, line=line)
 
     async def call(
         self,

@@ -1,5 +1,5 @@
 """Hygiene: what a host neutralises or never grants, found in frontmatter, files and
-``_meta`` keys (SW-HYG-*, SW-META-004)."""
+``_meta`` keys (SW-HYG-*, SW-META-004); a reviewer's content checks are ``_content``'s."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from skillward.check._audit import (
     Audit,
     quote,
 )
+from skillward.check._content import broad_tools
+from skillward.check._frameworks import FASTMCP, FASTMCP_META_KEY, fastmcp_meta
 from skillward.core._neutralise import FLAG_INVISIBLE, FLAG_MARKERS
 from skillward.core.context import CatalogItem, catalog_block
 from skillward.core.frontmatter import allowed_tools
@@ -32,12 +34,22 @@ def frontmatter_hygiene(audit: Audit, entry: SkillEntry) -> None:
             f"allowed-tools requests {len(tools)} tools; hosts grant none of them "
             "without a person's approval",
             skill=entry.uri,
+            field="allowed-tools",
+        )
+    broad = broad_tools(tools)
+    if broad:
+        audit.add(
+            "SW-HYG-008",
+            f"allowed-tools grants {', '.join(broad)} without a pattern narrowing it",
+            skill=entry.uri,
+            field="allowed-tools",
         )
     if "hooks" in frontmatter:
         audit.add(
             "SW-HYG-004",
             "the frontmatter declares hooks, which hosts never run from an MCP skill",
             skill=entry.uri,
+            field="hooks",
         )
     item = CatalogItem(
         ref=entry.name,
@@ -73,6 +85,9 @@ def flags(
 def meta_keys(
     audit: Audit, meta: Mapping[str, Any] | None, *, skill: str | None, uri: str | None, what: str
 ) -> None:
+    framework = fastmcp_meta(meta)
+    if framework:
+        audit.frameworks.add(FASTMCP)
     bare = sorted(str(key)[:80] for key in meta or {} if not _META_PREFIX_RE.match(str(key)))
     if bare:
         keys = ", ".join(quote(key, 60) for key in bare[:5])
@@ -81,4 +96,5 @@ def meta_keys(
             f"{what}: _meta keys without a reverse-domain prefix: {keys}",
             skill=skill,
             uri=uri,
+            cause=FASTMCP_META_KEY if framework and bare == ["fastmcp"] else None,
         )

@@ -13,9 +13,12 @@ import anyio
 from skillward.check._audit import (
     INVALID_PARAMS,
     MAX_FAILURES_IN_A_ROW,
+    MAX_PROBES,
     Audit,
     quote,
 )
+from skillward.check._content import scan_text, unlisted_links
+from skillward.check._frameworks import FASTMCP_MANIFEST, fastmcp_manifest
 from skillward.check._hygiene import flags, meta_keys
 from skillward.core._fields import DIRECTORY_MIME_TYPE
 from skillward.core.context import file_block
@@ -23,8 +26,11 @@ from skillward.core.errors import (
     FrontmatterError,
     FrontmatterMismatch,
     IntegrityError,
+    OriginError,
     ServerRejected,
+    TransportError,
 )
+from skillward.core.frontmatter import key_lines
 from skillward.core.origins import Origin
 from skillward.core.verify import check_skill_md, verify_file, verify_skill_md
 from skillward.core.wire import SkillEntry
@@ -32,6 +38,8 @@ from skillward.edge._paging import Budget
 
 #: Lines a SKILL.md body stays under (Agent Skills).
 MAX_BODY_LINES = 500
+#: The most of a SKILL.md read only to find the lines of its frontmatter keys.
+_LOCATE_BYTES = 1024 * 1024
 
 
 async def reads(audit: Audit, entries: list[SkillEntry]) -> None:
@@ -83,6 +91,10 @@ async def _read_file(audit: Audit, entry: SkillEntry, uri: str) -> bool:
         verified=True,
     )
     flags(audit, block.flags, skill=entry.uri, uri=uri, what="the file")
+    text = _text(content.data)
+    if text is not None:
+        for hit in scan_text(text):
+            audit.add(hit.rule, hit.message, skill=entry.uri, uri=uri, line=hit.line)
     if not skill_md:
         return True
     if not content.text:
@@ -98,7 +110,15 @@ async def _read_file(audit: Audit, entry: SkillEntry, uri: str) -> bool:
     return True
 
 
+def _text(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None  # binary: no text to read
+
+
 def _skill_md(audit: Audit, entry: SkillEntry, data: bytes) -> None:
+    audit.key_lines[entry.uri] = key_lines(data, limits=audit.limits)
     try:
         document = check_skill_md(entry, data, limits=audit.limits)
     except FrontmatterMismatch as error:
@@ -107,7 +127,12 @@ def _skill_md(audit: Audit, entry: SkillEntry, data: bytes) -> None:
     except FrontmatterError as error:
         audit.add(error.rule or "SW-FM-011", error.message, skill=entry.uri)
         return
-    lines = document.body.count("\n") + (0 if document.body.endswith("\n") else 1)
+    body = document.body
+    # The body is SKILL.md's last part: its first line follows every line end before it.
+    first_line = data.count(b"\n", 0, len(data) - len(body.encode("utf-8"))) + 1
+    for hit in unlisted_links(body, first_line, entry.root, entry.manifest):
+        audit.add(hit.rule, hit.message, skill=entry.uri, line=hit.line)
+    lines = body.count("\n") + (0 if body.endswith("\n") else 1)
     if lines >= MAX_BODY_LINES:
         audit.add(
             "SW-FM-012",
@@ -134,6 +159,22 @@ async def _read_dynamic(audit: Audit, entry: SkillEntry) -> bool:
         return True
     audit.files += 1
     return True
+
+
+async def field_lines(audit: Audit) -> None:
+    """The lines of the frontmatter keys findings are about, for the skills whose
+    SKILL.md was not read (an entry a host refuses): read once each, only for this."""
+    wanted = {audit.findings[index].skill for index, _ in audit.fields}
+    for skill in sorted(s for s in wanted if s is not None and s not in audit.key_lines)[
+        :MAX_PROBES
+    ]:
+        try:
+            data = await audit.client.read_resource(skill, max_bytes=_LOCATE_BYTES)
+        except (ServerRejected, OriginError):
+            continue
+        except TransportError:
+            return
+        audit.key_lines[skill] = key_lines(data, limits=audit.limits)
 
 
 async def read_probe(audit: Audit, entries: list[SkillEntry]) -> None:
@@ -231,6 +272,17 @@ def _listed_resource(
                 f"SKILL.md is listed with mimeType {quote(mime)}, not text/markdown",
                 skill=entry.uri,
             )
+    generated = next((o for o in enclosing if fastmcp_manifest(resource, str(o.root))), None)
+    if generated is not None:
+        if uri not in generated.manifest:
+            audit.add(
+                "SW-RES-008",
+                "resources/list serves FastMCP's _manifest under this skill's root",
+                skill=generated.uri,
+                uri=uri,
+                cause=FASTMCP_MANIFEST,
+            )
+        return
     for owner in enclosing:
         if uri not in owner.manifest:
             audit.add(

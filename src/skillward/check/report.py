@@ -16,8 +16,10 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 from skillward._version import __version__
+from skillward.check._docs import REPOSITORY, help_uri
 from skillward.check._rule import Severity
 from skillward.check.rules import RULES, rule
 from skillward.check.runner import Finding, ServerReport
@@ -230,21 +232,36 @@ def _server_text(result: Outcome, report: ServerReport) -> list[str]:
     for skill in sorted(groups, key=lambda s: (s is not None, s or "")):
         lines.append("")
         lines += _wrap(printable(skill, limit=300) if skill else "(the server)", 2, 4)
-        ordered = sorted(groups[skill], key=lambda f: (_SEVERITIES.index(f.severity), f.rule))
+        ordered = sorted(
+            groups[skill], key=lambda f: (_SEVERITIES.index(f.severity), f.rule, f.line or 0)
+        )
         for finding in ordered:
-            lines += _finding_text(finding)
+            lines += _finding_text(report, finding)
     if report.omitted:
         lines += _wrap(f"... and {report.omitted} more findings, not shown", 2, 4)
     lines.append("")
     return lines
 
 
-def _finding_text(finding: Finding) -> list[str]:
+def _where(report: ServerReport, finding: Finding) -> str:
+    """The file a finding is about, for a person: its repository path where the report
+    knows it, else its URI (none for the skill's own SKILL.md), with the line if any."""
+    path = report.locations.path(finding.uri or finding.skill)
+    line = f":{finding.line}" if finding.line is not None else ""
+    if path is not None:
+        return f"{printable(path, limit=300)}{line}: "
+    if finding.uri:
+        return f"{printable(finding.uri, limit=300)}{line}: "
+    return f"line {finding.line}: " if finding.line is not None else ""
+
+
+def _finding_text(report: ServerReport, finding: Finding) -> list[str]:
     described = rule(finding.rule)
-    where = f"{printable(finding.uri, limit=300)}: " if finding.uri else ""
+    # A framework's cause says what its users can do, in place of the rule's own fix.
+    fix = f"Cause: {finding.cause}" if finding.cause else f"Fix: {described.fix}"
     text = (
-        f"{finding.severity} {finding.rule} {described.slug}: {where}"
-        f"{printable(finding.message, limit=600)}. Fix: {described.fix}"
+        f"{finding.severity} {finding.rule} {described.slug}: {_where(report, finding)}"
+        f"{printable(finding.message, limit=600)}. {fix}"
     )
     return _wrap(text, 4, 6)
 
@@ -252,14 +269,17 @@ def _finding_text(finding: Finding) -> list[str]:
 # --- JSON -------------------------------------------------------------------------------
 
 
-def _finding_json(finding: Finding, accepted: bool) -> dict[str, Any]:
+def _finding_json(report: ServerReport, finding: Finding, accepted: bool) -> dict[str, Any]:
     return {
         "rule": finding.rule,
         "slug": rule(finding.rule).slug,
         "severity": finding.severity,
         "skill": finding.skill,
         "uri": finding.uri,
+        "path": report.locations.path(finding.uri or finding.skill),
+        "line": finding.line,
         "message": finding.message,
+        "cause": finding.cause,
         "baselined": accepted,
     }
 
@@ -283,7 +303,7 @@ def render_json(result: Outcome) -> str:
                 "skills": report.skills,
                 "files": report.files,
                 "findings": [
-                    _finding_json(f, _key(report.label, f) in result.accepted)
+                    _finding_json(report, f, _key(report.label, f) in result.accepted)
                     for f in report.findings
                 ],
                 "omitted": report.omitted,
@@ -314,9 +334,21 @@ def _sarif_text(text: str, limit: int = 1000) -> str:
     return printable(text, limit=limit).replace("[", "\\[").replace("]", "\\]")
 
 
-def _fingerprint(label: str, finding: Finding) -> str:
-    parts = [label, finding.rule, finding.skill or "", finding.uri or ""]
-    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+def _fingerprints(label: str, findings: Sequence[Finding]) -> list[str]:
+    """A fingerprint for each finding that stays its own across commits: server label,
+    rule, skill and file, and which of that file's findings of the rule it is (by line);
+    never the line itself, which moves when lines above it change."""
+    order = sorted(range(len(findings)), key=lambda i: findings[i].line or 0)
+    nth: dict[tuple[str, str | None, str | None], int] = {}
+    prints = [""] * len(findings)
+    for index in order:
+        finding = findings[index]
+        key = (finding.rule, finding.skill, finding.uri)
+        nth[key] = nth.get(key, -1) + 1
+        parts = [label, finding.rule, finding.skill or "", finding.uri or "", str(nth[key])]
+        digest = hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass"))
+        prints[index] = digest.hexdigest()
+    return prints
 
 
 def _sarif_rule(rule_id: str) -> dict[str, Any]:
@@ -325,49 +357,73 @@ def _sarif_rule(rule_id: str) -> dict[str, Any]:
         "id": described.id,
         "name": described.slug,
         "shortDescription": {"text": described.summary},
-        "fullDescription": {"text": f"{described.summary} Source: {described.source}."},
-        "help": {"text": described.fix},
+        "fullDescription": {
+            "text": f"{described.summary} SEP-2640 §{described.section} "
+            f"({described.says}): {described.source}."
+        },
+        "help": {"text": f"{described.fix} See {help_uri(rule_id)}"},
+        "helpUri": help_uri(rule_id),
         "defaultConfiguration": {"level": described.severity},
         "properties": {
             "tags": ["sep-2640", described.id.split("-")[1].lower()],
+            "sep-2640": {"section": described.section, "says": described.says},
             "conformance": list(described.conformance),
             "inspector": list(described.inspector),
         },
     }
 
 
+def _sarif_location(report: ServerReport, finding: Finding) -> dict[str, Any]:
+    """Where code scanning shows a finding: its repository file (and line) where the
+    report knows it, else the URI the server serves it at."""
+    target = finding.uri or finding.skill
+    path = report.locations.path(target)
+    physical: dict[str, Any]
+    if path is not None:
+        physical = {"artifactLocation": {"uri": _sarif_path(path), "uriBaseId": "%SRCROOT%"}}
+        if finding.line is not None:
+            physical["region"] = {"startLine": finding.line}
+    else:
+        where = target or report.label
+        physical = {"artifactLocation": {"uri": printable(where, limit=2048)}}
+    return {
+        "physicalLocation": physical,
+        "logicalLocations": [{"name": printable(report.label), "kind": "module"}],
+    }
+
+
+def _sarif_path(path: str) -> str:
+    """A repository path as a relative URI reference (RFC 3986): each segment encoded."""
+    return "/".join(quote(segment, safe="!$&'()*+,;=:@-._~") for segment in path.split("/"))
+
+
 def render_sarif(result: Outcome) -> str:
-    """A SARIF 2.1.0 log of one run, for code scanning in a server's CI: every rule of the
-    catalog, each counted finding as a result located at its file or skill URI."""
+    """A SARIF 2.1.0 log of one run, for code scanning: every rule of the catalog with its
+    help, each counted finding as a result at its repository file and line where known
+    (``%SRCROOT%``-relative), else at its URI, with a fingerprint that follows it across
+    commits."""
     rules = [_sarif_rule(r.id) for r in RULES]
     index = {r.id: i for i, r in enumerate(RULES)}
     results: list[dict[str, Any]] = []
     notifications: list[dict[str, Any]] = []
     for report in result.reports:
-        for finding in result.counted(report):
-            where = finding.uri or finding.skill or report.label
+        counted = result.counted(report)
+        for finding, fingerprint in zip(counted, _fingerprints(report.label, counted), strict=True):
+            text = _sarif_text(finding.message)
+            if finding.cause:
+                text += f". {finding.cause}"
             results.append(
                 {
                     "ruleId": finding.rule,
                     "ruleIndex": index[finding.rule],
                     "level": finding.severity,
-                    "message": {"text": _sarif_text(finding.message)},
-                    "locations": [
-                        {
-                            "physicalLocation": {
-                                "artifactLocation": {"uri": printable(where, limit=2048)}
-                            },
-                            "logicalLocations": [
-                                {"name": printable(report.label), "kind": "module"}
-                            ],
-                        }
-                    ],
-                    "partialFingerprints": {
-                        "skillwardFinding/v1": _fingerprint(report.label, finding)
-                    },
+                    "message": {"text": text},
+                    "locations": [_sarif_location(report, finding)],
+                    "partialFingerprints": {"skillwardFinding/v1": fingerprint},
                     "properties": {
                         "server": report.label,
                         "skill": finding.skill,
+                        "uri": finding.uri,
                     },
                 }
             )
@@ -400,9 +456,14 @@ def render_sarif(result: Outcome) -> str:
                 "tool": {
                     "driver": {
                         "name": "skillward",
+                        "version": __version__,
                         "semanticVersion": __version__,
+                        "informationUri": REPOSITORY,
                         "rules": rules,
                     }
+                },
+                "originalUriBaseIds": {
+                    "%SRCROOT%": {"description": {"text": "The repository's root."}}
                 },
                 "invocations": [
                     {

@@ -5,16 +5,17 @@ and new rules take the next one in their area. ``docs/check.md`` lists this cata
 test keeps the two equal), and every rule has a test showing a server that breaks it
 being reported (``tests/meta/test_check_rules.py``).
 
-Severity: ``error`` where SEP-2640 (or the Agent Skills format) says MUST, or a host
-refuses what breaks it; ``warning`` for SHOULD and hygiene; ``note`` for MAY and
-information.
+Severity follows what SEP-2640 says (:class:`~skillward.check._rule.Rule`): ``error``
+only where it says MUST (the Agent Skills format and the base protocol's methods where
+it makes them binding); ``warning`` for SHOULD, and for what hosts refuse or act on
+where it is silent; ``note`` for MAY and facts for the author.
 """
 
 from __future__ import annotations
 
 from skillward.check._rule import Rule
 from skillward.check._rules_entries import ENTRY, FRONTMATTER, LIMITS, MANIFEST, URIS
-from skillward.check._rules_hygiene import HYGIENE, INFORMATION
+from skillward.check._rules_hygiene import HYGIENE, INFORMATION, SOURCES
 from skillward.check._rules_protocol import CAPABILITY, GET, INSTRUCTIONS, LISTING, WIRE
 from skillward.check._rules_reads import DIRECTORIES, METADATA, READS
 
@@ -37,6 +38,7 @@ RULES: tuple[Rule, ...] = (
     *INSTRUCTIONS,
     *HYGIENE,
     *INFORMATION,
+    *SOURCES,
 )
 
 _BY_ID = {r.id: r for r in RULES}

@@ -15,16 +15,18 @@ deadline, and the findings kept by :data:`MAX_FINDINGS`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import anyio
 
-from skillward.check._audit import MAX_FINDINGS, Audit, Finding, Stop
+from skillward.check._audit import MAX_FINDINGS, METHOD_NOT_FOUND, Audit, Finding, Stop
 from skillward.check._directories import directories
+from skillward.check._frameworks import attribute
 from skillward.check._gets import get_probes, gets, instructions
 from skillward.check._listing import invalid_cursor, listing, listing_rules, second_walk
-from skillward.check._reads import read_probe, reads, resource_list
+from skillward.check._locations import Locations
+from skillward.check._reads import field_lines, read_probe, reads, resource_list
 from skillward.check._rule import Severity
 from skillward.core._results import capability_violations
 from skillward.core.config import Limits
@@ -39,7 +41,7 @@ from skillward.edge._paging import Budget
 from skillward.edge.client import SkillsClient
 from skillward.edge.servers import ServerSpec
 
-__all__ = ["MAX_FINDINGS", "Finding", "ServerReport", "check_server"]
+__all__ = ["MAX_FINDINGS", "Finding", "Locations", "ServerReport", "check_server"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +61,8 @@ class ServerReport:
     #: within the deadline. None when it ran to its end (or stopped only because the
     #: connection ended after a message past the host's caps, which is a finding).
     error: SkillwardError | None = None
+    #: Where its URIs are in the repository (``check DIR``, ``--map``).
+    locations: Locations = field(default_factory=Locations)
 
     def count(self, severity: Severity) -> int:
         return sum(1 for finding in self.findings if finding.severity == severity)
@@ -89,15 +93,24 @@ async def _run(audit: Audit) -> None:
     if directory_read:
         await directories(audit, accepted)
     await instructions(audit)
+    if resources:
+        await field_lines(audit)
 
 
 async def check_server(
-    spec: ServerSpec, *, limits: Limits | None = None, deadline: float | None = None
+    spec: ServerSpec,
+    *,
+    limits: Limits | None = None,
+    deadline: float | None = None,
+    locations: Locations | None = None,
+    found: Sequence[Finding] = (),
 ) -> ServerReport:
     """Check the server ``spec`` names against every rule; see the module's docstring.
 
     ``deadline``: seconds the whole check may take (by default ten times
     ``Limits.operation_timeout``); each request has ``Limits``' own deadlines.
+    ``locations``: where its URIs are in the repository. ``found``: findings made before
+    the server was checked (what a skills directory holds that it cannot serve), first.
     """
     limits = limits or Limits()
     deadline = deadline if deadline is not None else 10 * limits.operation_timeout
@@ -126,25 +139,31 @@ async def check_server(
             f"the check did not finish within {deadline:g} s", server=spec.label
         )
     if audit is not None:
-        findings = audit.findings
         if error is None and modern and not audit.stopped:
             await _legacy_era(spec, limits, audit)
-            findings = audit.findings
+        audit.locate()
+        attribute(audit.findings, audit.frameworks)
+        findings = audit.findings
     return ServerReport(
         label=spec.label,
         target=spec.describe(),
         protocol=protocol,
-        findings=tuple(findings),
+        findings=(*found, *findings),
         skills=audit.skills if audit is not None else 0,
         files=audit.files if audit is not None else 0,
         omitted=audit.omitted if audit is not None else 0,
         error=error,
+        locations=locations or Locations(),
     )
 
 
 async def _legacy_era(spec: ServerSpec, limits: Limits, audit: Audit) -> None:
-    """SW-CAP-006: the extension on the 2025-11-25 ``initialize`` handshake too."""
+    """The 2025-11-25 ``initialize`` era: whether the extension is declared there too
+    (SW-CAP-006, a fact), and, where it is, that skills/list answers (SW-CAP-005).
+    A server that does not speak that era at all is not judged on it."""
     legacy = spec.model_copy(update={"mode": "legacy"})
+    era = "on protocol 2025-11-25 (initialize)"
+    declared = False
     with anyio.move_on_after(limits.operation_timeout * 2):
         try:
             async with SkillsClient.connect(legacy, limits=limits) as client:
@@ -152,15 +171,20 @@ async def _legacy_era(spec: ServerSpec, limits: Limits, audit: Audit) -> None:
                 if setting is None:
                     audit.add(
                         "SW-CAP-006",
-                        "on protocol 2025-11-25 (initialize) the server does not declare "
-                        "the skills extension",
+                        f"{era} the server does not declare the skills extension, so hosts "
+                        "on that protocol see no skills",
                     )
                     return
+                declared = True
                 await client.list_skills_raw(None, Budget())
         except ServerRejected as failure:
-            audit.add("SW-CAP-006", f"on protocol 2025-11-25 skills/list failed: {failure.message}")
-        except SkillwardError as failure:
+            if not declared:
+                return  # the handshake itself: it does not speak that era
+            rule_id = "SW-CAP-005" if failure.code == METHOD_NOT_FOUND else "SW-LIST-001"
             audit.add(
-                "SW-CAP-006",
-                f"on protocol 2025-11-25 the server could not be checked: {failure.message}",
+                rule_id,
+                f"{era} the server declares the extension, but skills/list failed: "
+                f"{failure.message}",
             )
+        except SkillwardError:
+            return  # it does not speak that era: only what it declares is checked

@@ -180,7 +180,7 @@ def entry_violations(data: object, *, limits: Limits | None = None) -> list[Viol
             found.append(error.violation())
         else:
             if name is not None and root.name != name:
-                found.append(Violation(URI_NAME, name_mismatch(root.name, name)))
+                found.append(Violation(URI_NAME, name_mismatch(root.name, name), field="name"))
             if items is not None:
                 check_manifest(root, uri, items, limits, found)
             if root.scheme != "skill":

@@ -91,36 +91,51 @@ def frontmatter_violations(frontmatter: Mapping[str, object]) -> list[Violation]
     found: list[Violation] = []
     name = frontmatter.get("name")
     if not isinstance(name, str):
-        found.append(Violation(ENTRY_FRONTMATTER, "frontmatter needs a string 'name'"))
+        found.append(
+            Violation(ENTRY_FRONTMATTER, "frontmatter needs a string 'name'", field="name")
+        )
     else:
         try:
             check_skill_name(name)
         except RuleError as error:
-            found.append(error.violation())
+            found.append(error.violation(field="name"))
     description = frontmatter.get("description")
     if not isinstance(description, str):
-        found.append(Violation(ENTRY_FRONTMATTER, "frontmatter needs a string 'description'"))
+        found.append(
+            Violation(
+                ENTRY_FRONTMATTER, "frontmatter needs a string 'description'", field="description"
+            )
+        )
     else:
         try:
             check_description(description)
         except RuleError as error:
-            found.append(error.violation())
+            found.append(error.violation(field="description"))
         if description and not description.strip():
             found.append(
-                Violation(FM_BLANK, "description must not be only whitespace", refused=False)
+                Violation(
+                    FM_BLANK,
+                    "description must not be only whitespace",
+                    refused=False,
+                    field="description",
+                )
             )
     compatibility = frontmatter.get("compatibility")
     if compatibility is not None and (
         not isinstance(compatibility, str) or not 1 <= len(compatibility) <= _MAX_COMPATIBILITY
     ):
         message = f"compatibility must be a string of 1-{_MAX_COMPATIBILITY} characters"
-        found.append(Violation(FM_COMPATIBILITY, message, refused=False))
+        found.append(Violation(FM_COMPATIBILITY, message, refused=False, field="compatibility"))
     metadata = frontmatter.get("metadata")
     if metadata is not None and (
         not isinstance(metadata, dict)
         or not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())
     ):
-        found.append(Violation(FM_METADATA, "metadata must map strings to strings", refused=False))
+        found.append(
+            Violation(
+                FM_METADATA, "metadata must map strings to strings", refused=False, field="metadata"
+            )
+        )
     if isinstance(metadata, dict):
         reserved = sorted(
             k for k in metadata if isinstance(k, str) and k.startswith(_RESERVED_METADATA)
@@ -132,11 +147,12 @@ def frontmatter_violations(frontmatter: Mapping[str, object]) -> list[Violation]
                     f"metadata key {reserved[0][:80]!r} uses the reserved prefix "
                     f"{_RESERVED_METADATA!r}, under which no keys are defined",
                     refused=False,
+                    field="metadata",
                 )
             )
     for key in ("license", "allowed-tools"):
         if key in frontmatter and not isinstance(frontmatter[key], str):
-            found.append(Violation(FM_STRINGS, f"{key} must be a string", refused=False))
+            found.append(Violation(FM_STRINGS, f"{key} must be a string", refused=False, field=key))
     if _has_proto_key(frontmatter):
         found.append(Violation(FM_PROTO, "a frontmatter key is '__proto__'", refused=False))
     return found

@@ -37,6 +37,7 @@ __all__ = [
     "check_frontmatter",
     "diff_frontmatter",
     "json_equal",
+    "key_lines",
     "parse_skill_md",
 ]
 
@@ -96,6 +97,46 @@ def parse_skill_md(
             raise error.with_rule(_SAFE_YAML_RULE) from None
     except FrontmatterError as error:
         raise error.with_context(server=server, uri=uri) from None
+
+
+def key_lines(data: bytes, *, limits: Limits | None = None) -> dict[str, int]:
+    """The line of SKILL.md (1-based) on which each top-level frontmatter key is written,
+    from the YAML parser's own marks; the keys it reads before any error, so what a
+    finding about one field names can point at it. Empty without a frontmatter block."""
+    limits = limits or Limits()
+    try:
+        block, _ = _split(data, limits.max_frontmatter_bytes)
+        text = _decode(block, "frontmatter")
+    except FrontmatterError:
+        return {}
+    found: dict[str, int] = {}
+    # Nodes read so far in each open collection; the root mapping's even ones are keys.
+    counts: list[int] = []
+    mapping = False
+    loader = _Loader(text)
+    get: Callable[[], yaml.Event | None] = loader.get_event
+    try:
+        while (event := get()) is not None:
+            kind = type(event)
+            if kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+                counts.pop()
+            elif kind in (_SCALAR, _SEQUENCE, _MAPPING, yaml.AliasEvent):
+                node: Any = event
+                if kind is _SCALAR and mapping and len(counts) == 1 and counts[0] % 2 == 0:
+                    # Lines as a file's readers count them (YAML counts NEL and
+                    # U+2028 too); the block starts on the line after the opening ---.
+                    line = text.count("\n", 0, node.start_mark.index) + 2
+                    found.setdefault(str(node.value), line)
+                if counts:
+                    counts[-1] += 1
+                if kind is _SEQUENCE or kind is _MAPPING:
+                    mapping = mapping or (not counts and kind is _MAPPING)
+                    counts.append(0)
+    except (yaml.YAMLError, RecursionError):
+        pass  # the keys before the error
+    finally:
+        loader.dispose()
+    return found
 
 
 def _split(data: bytes, max_block: int) -> tuple[bytes, bytes]:
@@ -262,7 +303,10 @@ def _build_events(text: str, limits: Limits) -> dict[str, JsonValue]:
             raise FrontmatterError(
                 "frontmatter nests deeper than the parser allows", rule=_BOUNDS_RULE
             ) from None
-        raise FrontmatterError(f"frontmatter is not valid YAML{where}: {problem}") from None
+        # Not YAML at all: no YAML frontmatter, as SEP-2640 requires one.
+        raise FrontmatterError(
+            f"frontmatter is not valid YAML{where}: {problem}", rule=_BLOCK_RULE
+        ) from None
     except RecursionError:
         raise FrontmatterError("frontmatter nests too deeply", rule=_BOUNDS_RULE) from None
     finally:

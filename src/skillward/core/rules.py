@@ -20,14 +20,16 @@ class Violation:
 
     ``refused``: the host refuses what breaks it (``parse_entry`` raises); otherwise it
     is accepted, and only reported. ``uri`` names the resource the violation is about
-    when that is not the skill itself (a manifest item). ``message`` may quote server
-    strings, escaped by ``repr`` or bounded; renderers escape it again for their medium.
+    when that is not the skill itself (a manifest item); ``field``, the frontmatter key
+    it is about, if one. ``message`` may quote server strings, escaped by ``repr`` or
+    bounded; renderers escape it again for their medium.
     """
 
     rule: str
     message: str
     refused: bool = True
     uri: str | None = None
+    field: str | None = None
 
 
 class RuleError(ValueError):
@@ -44,5 +46,5 @@ class RuleError(ValueError):
         self.message = message
         self.uri = uri
 
-    def violation(self, *, refused: bool = True) -> Violation:
-        return Violation(self.rule, self.message, refused=refused, uri=self.uri)
+    def violation(self, *, refused: bool = True, field: str | None = None) -> Violation:
+        return Violation(self.rule, self.message, refused=refused, uri=self.uri, field=field)

@@ -3,6 +3,11 @@
 digest and MIME type, and the skills refused with a reason: those that break the Agent
 Skills rules or SEP-2640's invariants, which no host would accept.
 
+``skillward check DIR`` serves a tree through the same code, with ``admit_invalid``: a
+skill whose entry breaks a rule is served anyway, for the check to report every rule it
+breaks; what cannot be served at all (no frontmatter, files past the bounds, links and
+other files that are not regular) is kept, each as a :class:`Refusal`.
+
 Imports no ``mcp``: :mod:`skillward.serve.server` serves a catalog over the SDK.
 """
 
@@ -17,7 +22,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from skillward.core._entries import check_frontmatter_bounds, name_mismatch
-from skillward.core._fields import DIRECTORY_MIME_TYPE, lint_frontmatter
+from skillward.core._fields import DIRECTORY_MIME_TYPE, LIM_BYTES, LIM_FILES, lint_frontmatter
 from skillward.core.config import Limits
 from skillward.core.errors import FrontmatterError, InvalidEntry, InvalidUri, SkillTooLarge
 from skillward.core.frontmatter import parse_skill_md
@@ -25,6 +30,7 @@ from skillward.core.rules import RuleError
 from skillward.core.uris import MAX_URI_LENGTH, SKILL_FILE, skill_root_of
 from skillward.core.verify import sha256_digest
 from skillward.edge._tree import (
+    FileTooLarge,
     Listings,
     TreeLimits,
     encode_segment,
@@ -33,7 +39,7 @@ from skillward.edge._tree import (
     walk_files,
 )
 
-__all__ = ["ServedFile", "ServedSkill", "SkillCatalog", "example_skills_dir"]
+__all__ = ["Refusal", "ServedFile", "ServedSkill", "SkillCatalog", "example_skills_dir"]
 
 # An authority with none of what a URI authority may not hold as it stands (":", "@",
 # percent-encodings): the first segment of a canonical path that parses as one.
@@ -76,6 +82,17 @@ class ServedFile(NamedTuple):
         return len(self.data)
 
 
+class Refusal(NamedTuple):
+    """Something under the tree that is not served, and why: ``path`` on disk (a file, or
+    a skill's folder); ``skill_path``, the skill it is of, if known; ``rule``, the rule of
+    docs/check.md it breaks, if one does."""
+
+    path: str
+    message: str
+    skill_path: str | None = None
+    rule: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class ServedSkill:
     """One skill as served: its SKILL.md URI, verbatim frontmatter and files."""
@@ -87,11 +104,12 @@ class ServedSkill:
 
     @property
     def name(self) -> str:
-        return str(self.frontmatter["name"])
+        # Always a string, but in a catalog that admits invalid skills (check's).
+        return str(self.frontmatter.get("name", ""))
 
     @property
     def description(self) -> str:
-        return str(self.frontmatter["description"])
+        return str(self.frontmatter.get("description", ""))
 
     def entry(self) -> dict[str, Any]:
         """The SEP-2640 entry, as sent on the wire."""
@@ -115,6 +133,9 @@ class _ReadSkill:
     skill_md: ServedFile | None = None
     notes: list[str] = field(default_factory=list)
     refused: str | None = None
+    #: The rule a refusal breaks, and the file it is about, when there is one.
+    rule: str | None = None
+    refused_path: str | None = None
 
 
 @dataclass
@@ -126,15 +147,31 @@ class SkillCatalog:
     skills: dict[str, ServedSkill] = field(default_factory=dict)
     files: dict[str, ServedFile] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    #: Serve a skill whose entry breaks a rule (for ``skillward check`` to report it).
+    admit_invalid: bool = False
+    #: What :attr:`problems` says, each with its path and rule.
+    refusals: list[Refusal] = field(default_factory=list)
 
     @classmethod
     def from_directory(
-        cls, root: Path | str, *, unlisted: Collection[str] = (), limits: Limits | None = None
+        cls,
+        root: Path | str,
+        *,
+        unlisted: Collection[str] = (),
+        limits: Limits | None = None,
+        admit_invalid: bool = False,
     ) -> SkillCatalog:
         """Scan ``root`` for skills. ``unlisted`` skill paths are served but not listed."""
-        catalog = cls(limits=limits or Limits())
+        catalog = cls(limits=limits or Limits(), admit_invalid=admit_invalid)
         catalog.add_tree(Path(root), unlisted=unlisted)
         return catalog
+
+    def _noted(self, notes: list[str], skill_path: str | None = None) -> None:
+        """Walk notes (``PATH: what was skipped``) as problems and refusals."""
+        self.problems.extend(notes)
+        for note in notes:
+            path, _, reason = note.rpartition(": ")
+            self.refusals.append(Refusal(path, reason, skill_path))
 
     def add_tree(self, root: Path, *, unlisted: Collection[str] = ()) -> None:
         root = root.resolve()
@@ -145,8 +182,9 @@ class SkillCatalog:
             found, notes = find_skill_dirs(root, limits=_SERVE_TREE, keep=listings)
         except (OSError, OverflowError) as exc:
             self.problems.append(f"{root}: cannot scan: {exc}")
+            self.refusals.append(Refusal(str(root), f"cannot scan: {exc}"))
             return
-        self.problems.extend(notes)
+        self._noted(notes)
         read = []
         for parts, directory in found:
             # A tree whose root is itself a skill publishes it under the root's name.
@@ -176,11 +214,19 @@ class SkillCatalog:
             )
             if len(paths) > limits.max_skill_files:
                 read.refused = f"{len(paths)} files; at most {limits.max_skill_files} are allowed"
+                read.rule = LIM_FILES
                 return read
             budget = limits.max_skill_bytes
             files: list[ServedFile] = []
             for parts, path in paths:
-                data = read_regular_file(path, budget, snapshot=True)
+                read.refused_path = str(path)
+                try:
+                    data = read_regular_file(path, budget, snapshot=True)
+                except FileTooLarge:
+                    read.rule = LIM_BYTES
+                    raise ValueError(
+                        f"its files are larger than {limits.max_skill_bytes} bytes together"
+                    ) from None
                 budget -= len(data)
                 uri = root_uri + "/" + "/".join(map(encode_segment, parts))
                 name = parts[-1]
@@ -189,6 +235,7 @@ class SkillCatalog:
                     read.skill_md = served
                 files.append(served)
             read.files = tuple(files)
+            read.refused_path = None
         except (ValueError, OSError, OverflowError) as exc:
             read.refused = str(exc)
         return read
@@ -196,15 +243,19 @@ class SkillCatalog:
     def _admit(self, read: _ReadSkill) -> bool:
         """Serve the skill ``read`` holds if every host would accept its entry; else
         record why not."""
-        self.problems.extend(read.notes)
+        self._noted(read.notes, read.skill_path)
         reason = read.refused
+        rule = read.rule
+        path = read.refused_path
         if reason is None:
             try:
                 skill = self._load_skill(read)
+            except (InvalidEntry, SkillTooLarge, FrontmatterError) as exc:
+                reason, rule = exc.message, exc.rule
+                if isinstance(exc, FrontmatterError):
+                    path = str(Path(read.directory) / SKILL_FILE)
             except (ValueError, OSError, OverflowError) as exc:
                 reason = str(exc)
-            except (InvalidEntry, SkillTooLarge, FrontmatterError) as exc:
-                reason = exc.message
             else:
                 if skill.uri not in self.skills:
                     self.skills[skill.uri] = skill
@@ -215,15 +266,19 @@ class SkillCatalog:
         self.problems.append(
             f"{read.directory} ({self.scheme}://{read.skill_path}): refused: {reason}"
         )
+        self.refusals.append(
+            Refusal(path or str(read.directory), f"refused: {reason}", read.skill_path, rule)
+        )
         return False
 
     def _load_skill(self, read: _ReadSkill) -> ServedSkill:
         if read.skill_md is None:
             raise ValueError(f"no regular {SKILL_FILE}")
         document = parse_skill_md(read.skill_md.data, limits=self.limits)
-        lint_frontmatter(document.frontmatter)
         skill = ServedSkill(read.uri, document.frontmatter, read.files, read.listed)
-        self._check_entry(skill)
+        if not self.admit_invalid:
+            lint_frontmatter(document.frontmatter)
+            self._check_entry(skill)
         return skill
 
     def _check_entry(self, skill: ServedSkill) -> None:
