@@ -15,6 +15,7 @@ from typing import Any
 
 import keyring.errors
 import pytest
+from jeepney.io.blocking import open_dbus_connection  # type: ignore[import-untyped]
 from keyring.backend import KeyringBackend
 from keyring.backends import fail
 from secretstorage.exceptions import ItemNotFoundException, PromptDismissedException
@@ -414,3 +415,26 @@ def test_a_keyring_with_no_default_collection_says_what_to_do_in_one_line(
     with pytest.raises(RememberUnavailable, match="no default keyring"):
         store.put(record())
     assert not (tmp_path / "approvals.json").exists()
+
+
+def _connections_opened_so_far() -> int:
+    """How many connections the session bus has accepted (each gets the next unique name,
+    ``:1.N``), read by opening one more."""
+    with open_dbus_connection(bus="SESSION") as connection:
+        return int(connection.unique_name.rpartition(".")[2])
+
+
+@pytest.mark.threat("T27")
+def test_the_secret_service_is_reached_through_one_connection_however_many_calls(
+    secret_service: Any, tmp_path: Path
+) -> None:
+    # A connection opened and closed per call lets gnome-keyring-daemon abort on a race in
+    # its records of clients, and the next call starts a daemon with nothing unlocked.
+    keys = OsKeyring(str((tmp_path / "approvals.json").absolute()), backend=secret_service)
+    keys.set_counter("1")
+    before = _connections_opened_so_far()
+    for n in range(40):
+        keys.set_counter(str(n))
+        assert keys.counter() == str(n)
+    opened = _connections_opened_so_far() - before - 1
+    assert opened == 0

@@ -20,13 +20,24 @@ item that vanished between being found and being read, is retried a few times
 before the keyring is called unusable. The keyring's own verdicts (locked, no
 collection, refused) are not retried: asking again would not change them, and
 could raise another unlock prompt.
+
+keyring's Secret Service backend opens a D-Bus connection for every call and closes it
+straight after; gnome-keyring-daemon aborts when an item's property is read just after
+the connection that found it has gone (a race in its records of clients), and the next
+call then starts a daemon with no unlocked collection. So the Secret Service is reached
+through one connection per process, used by one call at a time and opened again only
+after a D-Bus error or a fork.
 """
 
 from __future__ import annotations
 
+import atexit
 import base64
 import binascii
+import contextlib
+import functools
 import hashlib
+import os
 import secrets
 import threading
 import time
@@ -93,6 +104,97 @@ def _no_collection(exc: Exception) -> bool:
     return isinstance(exc, _keyring_errors().InitError) and "collection" in str(exc).lower()
 
 
+#: One keyring call at a time in this process: the kept D-Bus connection is a blocking
+#: one, which threads must not share at once.
+_CALLS = threading.RLock()
+
+
+class _KeptBus:
+    """The process's one D-Bus connection, as a collection holds it: keyring closes a
+    collection's connection after each call, and closing this does nothing."""
+
+    def __init__(self, bus: Any) -> None:
+        self._bus = bus
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._bus, name)
+
+    def close(self) -> None:
+        """Kept open for the process's life (see the module)."""
+
+
+class _Connection:
+    """The process's one connection to the session bus, opened on first use, again after
+    :meth:`drop` or in a forked child, and closed when the process exits."""
+
+    def __init__(self) -> None:
+        self._bus: Any = None
+        self._pid = 0
+
+    def get(self) -> _KeptBus:
+        if self._bus is None or self._pid != os.getpid():
+            import secretstorage  # noqa: PLC0415
+
+            # A forked child never shares its parent's connection.
+            self._bus, self._pid = secretstorage.dbus_init(), os.getpid()
+        return _KeptBus(self._bus)
+
+    def drop(self) -> None:
+        bus, self._bus = self._bus, None
+        if bus is not None and self._pid == os.getpid():
+            with contextlib.suppress(Exception):  # a broken connection may not close
+                bus.close()
+
+
+_BUS = _Connection()
+atexit.register(_BUS.drop)
+
+
+@functools.cache
+def _one_connection_backend() -> type:
+    """keyring's Secret Service backend on the process's one connection (built on first
+    use)."""
+    # Imported on use: a process that never touches the keyring never loads them.
+    import secretstorage  # noqa: PLC0415
+    from keyring.backends import SecretService  # noqa: PLC0415
+
+    class OneConnection(SecretService.Keyring):
+        def drop(self) -> None:
+            """Forget the connection (after a D-Bus error): the next call opens another."""
+            _BUS.drop()
+
+        def get_preferred_collection(self) -> Any:
+            # As keyring's own, but on the kept connection.
+            bus = _BUS.get()
+            try:
+                if hasattr(self, "preferred_collection"):
+                    collection = secretstorage.Collection(bus, self.preferred_collection)
+                else:
+                    collection = secretstorage.get_default_collection(bus)
+            except secretstorage.exceptions.SecretStorageException as e:
+                raise _keyring_errors().InitError(f"Failed to create the collection: {e}.") from e
+            if collection.is_locked():
+                collection.unlock()
+                if collection.is_locked():  # the person dismissed the prompt
+                    raise _keyring_errors().KeyringLocked("Failed to unlock the collection!")
+            return collection
+
+    return OneConnection
+
+
+def _kept_connection(backend: Any) -> Any:
+    """``backend``, on one kept D-Bus connection if it is keyring's Secret Service one."""
+    from keyring.backends import SecretService  # noqa: PLC0415
+
+    if type(backend) is not SecretService.Keyring:
+        return backend
+    kept = _one_connection_backend()()
+    for name in ("preferred_collection", "appid", "scheme"):
+        if name in vars(backend):
+            setattr(kept, name, getattr(backend, name))
+    return kept
+
+
 class KeyItems:
     """The store's key and rollback counter as two text items, ``key`` (base64) and
     ``generation``, each read with ``_get`` and written with ``_set``: what the OS keyring
@@ -155,7 +257,9 @@ class OsKeyring(KeyItems):
     ) -> None:
         self._scope = scope
         self._prefix = prefix
-        self._backend: KeyringBackend | None = backend
+        self._backend: KeyringBackend | None = (
+            _kept_connection(backend) if backend is not None else None
+        )
         self._pause = pause
         self._checked: str | None = None
         self._usable = False
@@ -167,7 +271,7 @@ class OsKeyring(KeyItems):
             # Imported here: a process that never touches the keyring never loads it.
             import keyring  # noqa: PLC0415
 
-            self._backend = keyring.get_keyring()
+            self._backend = _kept_connection(keyring.get_keyring())
         return self._backend
 
     @property
@@ -188,15 +292,19 @@ class OsKeyring(KeyItems):
         of times; the keyring's own errors are raised at once."""
         delay = _FIRST_PAUSE
         keyring_error = _keyring_errors().KeyringError
-        for _ in range(ATTEMPTS - 1):
-            try:
-                return action()
-            except keyring_error:
-                raise
-            except Exception:  # D-Bus errors (secretstorage, jeepney) have no common base
-                self._pause(delay)
-                delay *= 2
-        return action()
+        drop = getattr(self._backend, "drop", None)
+        with _CALLS:
+            for _ in range(ATTEMPTS - 1):
+                try:
+                    return action()
+                except keyring_error:
+                    raise
+                except Exception:  # D-Bus errors (secretstorage, jeepney) have no common base
+                    if drop is not None:
+                        drop()  # the connection may be what broke
+                    self._pause(delay)
+                    delay *= 2
+            return action()
 
     def _failure(self, exc: Exception, what: str) -> str:
         if _no_collection(exc):
