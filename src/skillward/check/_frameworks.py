@@ -45,8 +45,8 @@ _FASTMCP: Mapping[str, str] = {
         "FastMCP(..., list_page_size=100) makes an unknown cursor get -32602."
     ),
     "SW-META-002": (
-        "FastMCP names every skill file's resource by its path (acme/billing/refunds/SKILL.md), "
-        f"SKILL.md included; no setting of FastMCP 4.2 changes it (see {_FASTMCP_ISSUE})."
+        "FastMCP names every skill file's resource by its path, <skill-path>/SKILL.md for "
+        f"SKILL.md; no setting of FastMCP 4.2 changes it (see {_FASTMCP_ISSUE})."
     ),
     "SW-CAP-006": (
         "FastMCP 4.2 serves the skills extension on protocol 2026-07-28 only (the mcp "
