@@ -108,11 +108,13 @@ logger = logging.getLogger("skillward")
 # The rules of docs/check.md the client edge enforces (see skillward.core.rules).
 
 
-class _RawResult(RootModel[Any]):
+class _RawResult(RootModel):  # type: ignore[type-arg]
     """Any result object, kept as received (the very object, measured by the transport
     when it could be); skillward validates it itself."""
 
+    # Not RootModel[Any]: subscripting builds a model at import (the start-up test).
     model_config = ConfigDict(defer_build=True)
+    root: Any
 
 
 def _target(
