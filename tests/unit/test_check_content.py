@@ -4,6 +4,8 @@ allowed-tools; each at its line, none quoting what it found."""
 
 from __future__ import annotations
 
+import anyio
+import anyio.to_thread
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -155,3 +157,27 @@ def test_any_body_resolves_or_is_reported_within_the_skill(body: str) -> None:
     for hit in unlisted_links(body, 1, ROOT, LISTED):
         assert hit.rule == "SW-HYG-005"
         assert "climbs out" in hit.message or "skill://acme/pdf/" in hit.message
+
+
+@pytest.mark.threat("T57")
+def test_hostile_text_is_scanned_in_bounded_time_and_hits() -> None:
+    """What would make a careless scanner quadratic: a line of a million brackets, a
+    million links and fences, a million URLs; each file's hits stop at the cap."""
+    body = "\n".join(
+        [
+            "[" * 1_000_000,
+            "[x](gone.md) " * 100_000,
+            "```\n[y](z.md)\n```\n" * 50_000,
+            "http://203.0.113.9/ " * 100_000,
+        ]
+    )
+
+    def scan() -> tuple[int, int]:
+        links = list(unlisted_links(body, 1, ROOT, LISTED))
+        return len(links), len(list(scan_text(body)))
+
+    async def main() -> tuple[int, int]:
+        with anyio.fail_after(120):
+            return await anyio.to_thread.run_sync(scan)
+
+    assert anyio.run(main) == (MAX_HITS_PER_RULE, MAX_HITS_PER_RULE)

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import bisect
 import ipaddress
+import itertools
 import math
 import re
 from collections import Counter
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from skillward.core.errors import InvalidUri
@@ -80,12 +81,16 @@ def _random_looking(value: str) -> bool:
 
 def _secrets(text: str) -> Iterator[tuple[int, str]]:
     for kind, pattern in _SECRETS:
-        for match in pattern.finditer(text):
-            if "EXAMPLE" not in match.group(0):  # the issuers' documented examples
-                yield match.start(), kind
-    for match in _ASSIGNED.finditer(text):
-        if _random_looking(match.group(1)):
-            yield match.start(), "a credential assigned in the text"
+        yield from _first(
+            (match.start(), kind)
+            for match in pattern.finditer(text)
+            if "EXAMPLE" not in match.group(0)  # the issuers' documented examples
+        )
+    yield from _first(
+        (match.start(), "a credential assigned in the text")
+        for match in _ASSIGNED.finditer(text)
+        if _random_looking(match.group(1))
+    )
 
 
 # --- URLs --------------------------------------------------------------------------------
@@ -139,10 +144,8 @@ def _url_problem(url: str) -> str | None:
 
 
 def _urls(text: str) -> Iterator[tuple[int, str]]:
-    for match in _URL.finditer(text):
-        problem = _url_problem(match.group(0))
-        if problem is not None:
-            yield match.start(), problem
+    found = ((match.start(), _url_problem(match.group(0))) for match in _URL.finditer(text))
+    yield from _first((offset, problem) for offset, problem in found if problem is not None)
 
 
 # --- the host's instructions -------------------------------------------------------------
@@ -174,11 +177,16 @@ _IMITATIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 def _imitations(text: str) -> Iterator[tuple[int, str]]:
     for kind, pattern in _IMITATIONS:
-        for match in pattern.finditer(text):
-            yield match.start(), kind
+        yield from _first((match.start(), kind) for match in pattern.finditer(text))
 
 
 # --- all of it ---------------------------------------------------------------------------
+
+
+def _first(found: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+    """The first hits of one pattern (in the order of the text): the most a file's
+    report can use, so a text of a million matches costs no more to report."""
+    return itertools.islice(found, MAX_HITS_PER_RULE)
 
 
 class _Lines:
@@ -210,7 +218,8 @@ def scan_text(text: str) -> Iterator[Hit]:
 
 # --- links -------------------------------------------------------------------------------
 
-_INLINE_LINK = re.compile(r"!?\[[^\]\n]*\]\(\s*(<[^>\n]*>|[^\s)]+)")
+# Link text holds no bracket: each "[" is tried once, so a line of them costs linear time.
+_INLINE_LINK = re.compile(r"!?\[[^\[\]\n]*\]\(\s*(<[^>\n]*>|[^\s)]+)")
 _DEFINITION = re.compile(r"(?m)^ {0,3}\[[^\]\n]+\]:[ \t]*(<[^>\n]*>|\S+)")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 _FENCE = re.compile(r"(?m)^ {0,3}(```|~~~)")
@@ -248,22 +257,33 @@ def unlisted_links(
     one, or that climb out of the skill."""
     lines = _Lines(body, first_line)
     fenced = _fenced(body)
+    starts = [start for start, _ in fenced]
+    # Every directory a listed file is in, so that each link is one lookup.
+    present = set(listed)
+    for uri in listed:
+        parts = uri.split("/")
+        present.update("/".join(parts[:end]) for end in range(3, len(parts)))
     found: list[tuple[int, str]] = []
     for pattern in (_INLINE_LINK, _DEFINITION):
+        problems = 0
         for match in pattern.finditer(body):
             offset = match.start(1)
-            if any(start <= offset < end for start, end in fenced):
-                continue
+            block = bisect.bisect_right(starts, offset) - 1
+            if block >= 0 and offset < fenced[block][1]:
+                continue  # code, not a link
             target = match.group(1).strip("<>").partition("#")[0]
             if not target or _SCHEME.match(target) or target.startswith("//"):
                 continue  # an absolute URL, a fragment of this file, or nothing
-            problem = _link_problem(_encoded(target.partition("?")[0]), root, listed)
+            problem = _link_problem(_encoded(target.partition("?")[0]), root, present)
             if problem is not None:
                 found.append((offset, problem))
+                problems += 1
+                if problems >= MAX_HITS_PER_RULE:
+                    break
     yield from _hits(LINK, iter(found), lines, "{kind}")
 
 
-def _link_problem(target: str, root: SkillRoot, listed: Collection[str]) -> str | None:
+def _link_problem(target: str, root: SkillRoot, present: set[str]) -> str | None:
     directory = target.endswith("/")
     try:
         uri = str(resolve_reference(root, target.rstrip("/") or "."))
@@ -271,10 +291,8 @@ def _link_problem(target: str, root: SkillRoot, listed: Collection[str]) -> str 
         if "escapes" in error.message:
             return "a link climbs out of the skill's root"
         return None  # not a reference a host could resolve: nothing to read
-    if uri in listed:
-        return None
-    if any(item.startswith(uri + "/") for item in listed):
-        return None  # a directory of the skill
+    if uri in present:
+        return None  # a file of the skill, or a directory holding one
     what = "directory" if directory else "file"
     return f"a link names a {what} the skill's resources do not list: {uri[:300]}"
 
