@@ -14,6 +14,8 @@ from skillward.core.uris import (
     fold_collisions,
     fold_key,
     parse_uri,
+    plain_skill_root,
+    plainly_below,
     resolve_reference,
     skill_root_of,
 )
@@ -320,6 +322,7 @@ _BELOW_ROOT = st.lists(
 @given(
     st.one_of(
         _BELOW_ROOT.map(lambda path: f"{REFUNDS}/{path}"),
+        _BELOW_ROOT.map(lambda path: f"{REFUNDS}{path}"),
         _BELOW_ROOT.map(lambda path: f"skill://acme/billing/{path}"),
         _URI_NOISE,
     )
@@ -328,12 +331,48 @@ def test_holds_agrees_with_parsing_then_checking_containment(text: str) -> None:
     try:
         expected = parse_uri(text).is_within(REFUNDS)
     except InvalidUri:
+        assert not plainly_below(str(REFUNDS), text)
         with pytest.raises(InvalidUri):
             REFUNDS.holds(text)
         return
     assert REFUNDS.holds(text) == expected
+    assert expected or not plainly_below(str(REFUNDS), text)
 
 
 def test_holds_refuses_an_overlong_uri_like_parse_uri() -> None:
     with pytest.raises(InvalidUri, match="longer than"):
         REFUNDS.holds(f"{REFUNDS}/" + "a" * 3000)
+
+
+_SKILL_MD = st.builds(
+    lambda scheme, authority, path, last: (
+        f"{scheme}://{authority}" + "".join("/" + segment for segment in path) + last
+    ),
+    st.sampled_from(["skill", "file", "FILE", "Skill", "x-y.z+w"]),
+    st.one_of(_authority, st.sampled_from([".", "..", "", "a%41", "a:1", "SKILL.md"])),
+    st.lists(st.one_of(_safe_segment, st.sampled_from([".", "..", "", "%2E"])), max_size=4),
+    st.sampled_from(["/SKILL.md", "/skill.md", "/SKILL.md/", "", "/SKILL.mdx"]),
+)
+
+
+@given(st.one_of(_SKILL_MD, _URI_NOISE))
+def test_a_plain_skill_root_is_the_root_the_full_parse_finds(text: str) -> None:
+    root = plain_skill_root(text)
+    if root is None:
+        return
+    assert root == str(skill_root_of(parse_uri(text)))
+
+
+def test_only_a_skill_md_uri_in_plain_form_has_a_plain_root() -> None:
+    assert plain_skill_root("skill://acme/billing/refunds/SKILL.md") == str(REFUNDS)
+    assert plain_skill_root("skill://git-workflow/SKILL.md") == "skill://git-workflow"
+    for other in (
+        "skill://acme/%C3%A9/SKILL.md",  # parsed in full
+        "skill://acme/./refunds/SKILL.md",
+        "skill://../SKILL.md",
+        "file://acme/SKILL.md",
+        "skill://SKILL.md",
+        "skill://acme/refunds/README.md",
+        "skill://acme/" + "a" * 3000 + "/SKILL.md",
+    ):
+        assert plain_skill_root(other) is None, other

@@ -40,6 +40,8 @@ __all__ = [
     "fold_collisions",
     "fold_key",
     "parse_uri",
+    "plain_skill_root",
+    "plainly_below",
     "resolve_reference",
     "skill_root_of",
 ]
@@ -81,6 +83,11 @@ _FAST_URI_RE = re.compile(
     r"([a-z][a-z0-9+.\-]*)://([A-Za-z0-9\-._~!$&'()*+,;=]+)((?:/[A-Za-z0-9\-._~!$&'()*+,;=:@]+)*)\Z"
 )
 _DOTS = frozenset({".", ".."})
+#: A SKILL.md URI the fast path above accepts, none of its segments "." or "..".
+_PLAIN_SKILL_MD_RE = re.compile(
+    r"(?!file://)[a-z][a-z0-9+.\-]*://(?!\.\.?/)[A-Za-z0-9\-._~!$&'()*+,;=]+"
+    r"(?:/(?!\.\.?/)[A-Za-z0-9\-._~!$&'()*+,;=:@]+)*/SKILL\.md\Z"
+)
 #: Path segments with no percent-encoding, none of them "." or "..".
 _PLAIN_PATH_RE = re.compile(
     r"(?!\.\.?(?:/|\Z))[A-Za-z0-9\-._~!$&'()*+,;=:@]+(?:/(?!\.\.?(?:/|\Z))[A-Za-z0-9\-._~!$&'()*+,;=:@]+)*\Z"
@@ -220,13 +227,8 @@ class SkillRoot:
     def holds(self, text: str) -> bool:
         """Whether the URI ``text`` names a file strictly inside this root; raise
         :class:`~skillward.core.errors.InvalidUri` if ``text`` is not a canonical URI."""
-        prefix = f"{self}/"
-        if (
-            len(text) <= MAX_URI_LENGTH
-            and text.startswith(prefix)
-            and _PLAIN_PATH_RE.match(text, len(prefix))
-        ):
-            return True  # the root is canonical, and so is a plain path below it
+        if plainly_below(str(self), text):
+            return True
         return parse_uri(text).is_within(self)
 
     def file_path(self, uri: ResourceUri) -> str:
@@ -241,6 +243,28 @@ class SkillRoot:
         if not uri.is_within(self):
             raise _fail(f"outside the skill root {self}", str(uri), "SW-RES-003")
         return uri
+
+
+def plainly_below(root: str, text: str) -> bool:
+    """Whether ``text`` is ``root`` (a canonical skill root's text), a slash, and plain
+    path segments (no percent-encoding, none ``.`` or ``..``): a canonical URI strictly
+    inside that root, known without parsing it. False says nothing: parse it."""
+    return (
+        len(text) <= MAX_URI_LENGTH
+        and text.startswith(root)
+        and text[len(root) : len(root) + 1] == "/"
+        and _PLAIN_PATH_RE.match(text, len(root) + 1) is not None
+    )
+
+
+def plain_skill_root(text: str) -> str | None:
+    """The text of the skill root of ``text`` when it is a SKILL.md URI in plain form (no
+    percent-encoding, no ``.`` or ``..`` segment), exactly as
+    ``str(skill_root_of(parse_uri(text)))`` gives it; None for any other string, which
+    only the full parse judges (and names the problem of)."""
+    if len(text) <= MAX_URI_LENGTH and _PLAIN_SKILL_MD_RE.match(text):
+        return text[: -len(SKILL_FILE) - 1]
+    return None
 
 
 def parse_uri(text: str, *, max_length: int = MAX_URI_LENGTH) -> ResourceUri:

@@ -74,7 +74,7 @@ from skillward.core.errors import (
     SkillTooLarge,
 )
 from skillward.core.rules import RuleError
-from skillward.core.uris import ResourceUri, SkillRoot
+from skillward.core.uris import ResourceUri, SkillRoot, plain_skill_root, plainly_below
 
 __all__ = [
     "DirectoryChild",
@@ -188,11 +188,16 @@ class SkillEntry(WireModel):
 
     @model_validator(mode="after")
     def _check_invariants(self, info: ValidationInfo) -> Self:
-        root = skill_uri(self.uri)[1]
-        if root.name != self.frontmatter.name:
-            raise RuleError(URI_NAME, name_mismatch(root.name, self.frontmatter.name))
+        # A URI and manifest in plain form are judged from their text, with no parsed URI
+        # built; anything else by the full checks, which also name the problem.
+        root = plain_skill_root(self.uri)
+        name = skill_uri(self.uri)[1].name if root is None else root.rpartition("/")[2]
+        if name != self.frontmatter.name:
+            raise RuleError(URI_NAME, name_mismatch(name, self.frontmatter.name))
         if isinstance(self.resources, tuple):
-            check_manifest(root, self.uri, self.resources, _limits(info), None)
+            limits = _limits(info)
+            if root is None or not _plain_manifest(root, self.uri, self.resources, limits):
+                check_manifest(skill_uri(self.uri)[1], self.uri, self.resources, limits, None)
         return self
 
     # What the URI and the manifest give, built when first asked for and then kept beside
@@ -238,6 +243,24 @@ class SkillEntry(WireModel):
         if isinstance(self.resources, str):
             return 0
         return sum(item.size for item in self.resources)
+
+
+def _plain_manifest(
+    root: str, entry_uri: str, items: tuple[ResourceItem, ...], limits: Limits
+) -> bool:
+    """Whether ``items`` keep every rule :func:`check_manifest` checks, judged from the
+    text of their URIs: each listed once, each plainly below ``root``, the skill's own
+    ``entry_uri`` among them, the total within the limit. False only sends them to
+    :func:`check_manifest`."""
+    seen: set[str] = set()
+    total = 0
+    for item in items:
+        uri = item.uri
+        if uri in seen or not plainly_below(root, uri):
+            return False
+        seen.add(uri)
+        total += item.size
+    return entry_uri in seen and total <= limits.max_skill_bytes
 
 
 def _entry_uri(info: ValidationInfo) -> str | None:

@@ -235,9 +235,12 @@ class _ListingWalk:
         hints: tuple[int | None, str | None] | None = None  # the first page's
         while raw is not None:
             result = check_cursor(read_skills_result(raw, server=self._server))
-            raw = None  # the page is held as its entries, and only while they are built
+            # The page is held as its entries alone, each only until it is built.
+            skills = list(result.skills)
+            raw = None
             hints = hints or (result.ttl_ms, result.cache_scope)
             cursor = result.next_cursor or None
+            del result
             ahead: _Ahead | None = None
             if cursor is not None:
                 if cursor in seen:
@@ -251,8 +254,7 @@ class _ListingWalk:
                 pages += 1
                 ahead = _Ahead()
                 tasks.start_soon(self._ask, ahead, cursor, tasks.cancel_scope)
-            await self._build(result.skills)
-            del result
+            await self._build(skills)
             if ahead is not None:
                 # A failure ahead cancels this walk (and run raises it) before it ends here.
                 await ahead.done.wait()
@@ -281,18 +283,21 @@ class _ListingWalk:
             self._failed = error
         walk.cancel()
 
-    async def _build(self, skills: tuple[Any, ...]) -> None:
-        """A page's entries, built a batch at a time, letting the request ahead proceed
-        (and a deadline fire) between batches."""
+    async def _build(self, skills: list[Any]) -> None:
+        """A page's entries, built a batch at a time and taken out of ``skills`` (so the
+        raw entries go as they are built), letting the request ahead proceed (and a
+        deadline fire) between batches. The first batches are small: the request takes a
+        few turns of the event loop to reach the server (four over stdio), and should be
+        on its way before most of the page is built."""
         await anyio.lowlevel.checkpoint()
-        for start in range(0, len(skills), _BATCH):
+        size = 1
+        while skills:
+            batch = skills[:size]
+            del skills[:size]
             parse_entries(
-                skills[start : start + _BATCH],
-                self._entries,
-                self._rejected,
-                server=self._server,
-                limits=self._limits,
+                batch, self._entries, self._rejected, server=self._server, limits=self._limits
             )
+            size = min(2 * size, _BATCH)
             await anyio.lowlevel.checkpoint()
 
 
