@@ -141,7 +141,16 @@ if TYPE_CHECKING:
         assess,
         content_hash,
     )
-    from skillward.trust.audit import AuditEvent, AuditLog, AuditTrail, read_events
+    from skillward.trust.audit import (
+        AuditEvent,
+        AuditExport,
+        AuditLog,
+        AuditTrail,
+        TrailVerdict,
+        audit_export,
+        read_events,
+        verify_trail,
+    )
     from skillward.trust.book import ApprovalBook
     from skillward.trust.gates import (
         CrossOriginGate,
@@ -177,6 +186,7 @@ __all__ = [
     "Approved",
     "Approver",
     "AuditEvent",
+    "AuditExport",
     "AuditLog",
     "AuditTrail",
     "CacheKey",
@@ -275,6 +285,7 @@ __all__ = [
     "TokenClaims",
     "ToolSet",
     "ToolStyle",
+    "TrailVerdict",
     "TransportError",
     "UnknownServer",
     "UnlistedResource",
@@ -285,6 +296,7 @@ __all__ = [
     "WebApprover",
     "__version__",
     "assess",
+    "audit_export",
     "check_frontmatter",
     "content_hash",
     "default_local_dirs",
@@ -299,6 +311,7 @@ __all__ = [
     "policy_schema",
     "read_events",
     "resolve_reference",
+    "verify_trail",
 ]
 
 #: The module that defines each public name (``tests/meta/test_architecture.py`` keeps
@@ -416,7 +429,16 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "assess",
         "content_hash",
     ),
-    "skillward.trust.audit": ("AuditEvent", "AuditLog", "AuditTrail", "read_events"),
+    "skillward.trust.audit": (
+        "AuditEvent",
+        "AuditExport",
+        "AuditLog",
+        "AuditTrail",
+        "TrailVerdict",
+        "audit_export",
+        "read_events",
+        "verify_trail",
+    ),
     "skillward.trust.book": ("ApprovalBook",),
     "skillward.trust.gates": (
         "CrossOriginGate",

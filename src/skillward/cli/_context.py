@@ -28,12 +28,14 @@ if TYPE_CHECKING:
     Commands = argparse._SubParsersAction[argparse.ArgumentParser]
 
 __all__ = [
+    "EXIT_BROKEN",
     "EXIT_CODES",
     "EXIT_OK",
     "EXIT_PROBLEMS",
     "add_command",
     "add_serving_command",
     "audit_trail",
+    "close_trails",
     "over_host",
     "policy_in_force",
     "store",
@@ -51,7 +53,10 @@ EXIT_CODES = {
     4: "verification failed",
     5: "policy denied",
     6: "server or transport error",
+    7: "the audit trail is not intact (audit verify)",
 }
+#: ``audit verify`` found the trail broken, or could not vouch for it.
+EXIT_BROKEN = 7
 
 
 # --- adding commands ---------------------------------------------------------------------
@@ -106,12 +111,35 @@ def store(terminal: Terminal) -> FileApprovalStore:
     return FileApprovalStore(path, keys=user_keys(path, config), report=terminal.error)
 
 
-def audit_trail() -> AuditTrail:
-    """The command line keeps the audit trail in the user state directory."""
+def audit_trail(policy: EffectivePolicy | None = None) -> AuditTrail:
+    """The command line keeps the audit trail in the user state directory, its checkpoints
+    authenticated with a key in the key store the user's ``config.toml`` chooses, and
+    exports its events where ``policy`` (by default the policy in force, read quietly) or
+    the ``OTEL_EXPORTER_OTLP_*`` variables say. The trail is closed (its last checkpoint
+    written) when the command ends (:func:`close_trails`)."""
     from skillward.edge._dirs import audit_file
-    from skillward.trust.audit import AuditTrail
+    from skillward.trust._keyfile import read_user_config, user_keys
+    from skillward.trust.audit import AuditTrail, audit_export
 
-    return AuditTrail(audit_file())
+    if policy is None:
+        from skillward.trust._policyload import load_policy
+
+        policy = load_policy(report=lambda _: None)
+    path = audit_file()
+    keys = user_keys(path, read_user_config(), prefix="audit")
+    trail = AuditTrail(path, keys=keys, export=audit_export(policy.audit_rules()))
+    _TRAILS.append(trail)
+    return trail
+
+
+_TRAILS: list[AuditTrail] = []
+
+
+def close_trails() -> None:
+    """Close the trails the command opened: a checkpoint over what each recorded, and a
+    moment for the export to deliver it."""
+    while _TRAILS:
+        _TRAILS.pop().close()
 
 
 def policy_in_force(

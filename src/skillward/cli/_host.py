@@ -317,8 +317,8 @@ def run(args: argparse.Namespace, terminal: Terminal, body: HostRun) -> int:
 async def _with_host(
     args: argparse.Namespace, terminal: Terminal, logs: ServerLogs, body: HostRun
 ) -> int:
-    audit = audit_trail()
     policy = policy_in_force(terminal, args)
+    audit = audit_trail(policy)
     approver = CommandLineApprover(terminal, getattr(args, "approve_once", False), audit, policy)
     async with opened_host(args, terminal, logs, policy=policy, audit=audit, approver=approver) as (
         host,

@@ -2,7 +2,8 @@
 
 Exit codes: 0 success, 1 problems found by ``policy check``, 2 usage (or a reference
 that does not resolve), 3 approval required or denied, 4 verification failed, 5 policy
-denied, 6 server or transport error (``_context.EXIT_CODES``).
+denied, 6 server or transport error, 7 an audit trail that is not intact
+(``_context.EXIT_CODES``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from skillward.cli._context import EXIT_OK
+from skillward.cli._context import EXIT_OK, close_trails
 from skillward.cli._parser import build_parser, merge_common
 from skillward.core.errors import SkillwardError, printable
 
@@ -29,6 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(argv)
     finally:
+        close_trails()
         # The command is over and its process exits next. The interpreter's last
         # collections would walk every object it still holds (the SDK's: about 0.15 s of
         # every command that connected a server) to free memory the exit frees anyway.

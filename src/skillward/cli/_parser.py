@@ -156,10 +156,13 @@ def commands(
     parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
 ) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
     """Every command of ``parser`` (``("cache", "list")``...) and its parser: the parsers
-    with no subcommands of their own."""
+    with no subcommands of their own, and those whose subcommands may be left out
+    (``audit``, beside ``audit verify``)."""
     # argparse keeps subcommands in a private list of actions; it has no public walk.
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
+            if path and not action.required:
+                yield path, parser
             for name, sub in action.choices.items():
                 yield from commands(sub, (*path, name))
             return

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = [
     "add_commands",
     "audit",
+    "audit_verify",
     "cache_list",
     "cache_purge",
     "logs",
@@ -47,6 +48,16 @@ def add_commands(commands: Commands) -> None:
         type=_duration,
         metavar="DURATION",
         help="only events this recent, for example 30m, 12h, 7d or 1h30m",
+    )
+    checks = audit_.add_subparsers(dest="audit_action", metavar="ACTION")
+    add_command(
+        checks,
+        "verify",
+        audit_verify,
+        help="check that the trail is intact: nothing edited, deleted, reordered or cut short",
+        description="Exit 0 when the trail is intact and its checkpoints authenticate; 7 at "
+        "the first line that breaks, saying how (edited, missing, reordered, truncated, "
+        "replaced, unauthenticated).",
     )
     logs_ = add_command(
         commands,
@@ -117,10 +128,7 @@ def audit(args: argparse.Namespace, terminal: Terminal) -> int:
     try:
         log = read_events(path, since=since)
     except OSError as error:
-        raise UsageError(
-            f"cannot read the audit file {path}: {error.strerror or error}",
-            hint="It is written by skillward's command line; see docs/cli.md.",
-        ) from None
+        raise _unreadable(path, error) from None
     if args.json:
         terminal.json(
             {
@@ -133,6 +141,67 @@ def audit(args: argparse.Namespace, terminal: Terminal) -> int:
     terminal.note(f"audit file: {path}")
     terminal.audit(log.events, log.skipped)
     return EXIT_OK
+
+
+def _unreadable(path: Path, error: OSError) -> UsageError:
+    return UsageError(
+        f"cannot read the audit file {path}: {error.strerror or error}",
+        hint="It is written by skillward's command line; see docs/cli.md.",
+    )
+
+
+def audit_verify(args: argparse.Namespace, terminal: Terminal) -> int:
+    from skillward.cli._context import EXIT_BROKEN
+    from skillward.edge._dirs import audit_file
+    from skillward.trust._keyfile import read_user_config, user_keys
+    from skillward.trust.audit import verify_trail
+
+    path = audit_file()
+    keys = user_keys(path, read_user_config(), prefix="audit")
+    try:
+        verdict = verify_trail(path, keys=keys)
+    except OSError as error:
+        raise _unreadable(path, error) from None
+    broken = verdict.broken
+    if args.json:
+        terminal.json(
+            {
+                "file": str(path),
+                "intact": verdict.intact,
+                "broken": None
+                if broken is None
+                else {
+                    "how": broken.how,
+                    "n": broken.n,
+                    "where": broken.where,
+                    "why": broken.message,
+                },
+                "events": verdict.events,
+                "checkpoints": verdict.checkpoints,
+                "authenticated": verdict.authenticated,
+                "first": verdict.first,
+                "last": verdict.last,
+                "vouched": verdict.vouched,
+                "before_chain": verdict.before_chain,
+                "notes": list(verdict.notes),
+            }
+        )
+    else:
+        terminal.note(f"audit file: {path}")
+        if broken is None and verdict.first is None:
+            terminal.text("intact: the trail holds no event yet")
+        elif broken is None:
+            terminal.text(
+                f"intact: {verdict.events} events, lines {verdict.first} to {verdict.last} of "
+                f"the chain, vouched for up to line {verdict.vouched} by {verdict.authenticated} "
+                f"authenticated checkpoints ({keys.description})"
+            )
+        else:
+            shown = f"line {broken.n} of the chain" if broken.n is not None else "the trail"
+            terminal.text(f"broken ({broken.how}) at {shown}, {broken.where}: {broken.message}")
+        for note in verdict.notes:
+            terminal.text(f"  note: {note}")
+    return EXIT_OK if broken is None else EXIT_BROKEN
 
 
 # --- logs --------------------------------------------------------------------------------

@@ -107,8 +107,8 @@ async def _demo(args: argparse.Namespace, terminal: Terminal) -> int:
     story.note(
         "(the demo server flips one byte of that file, while its listing keeps the true digest)"
     )
-    audit = audit_trail()
     policy = policy_in_force(terminal)
+    audit = audit_trail(policy)
     approver = CommandLineApprover(terminal, approve_once=True, audit=audit, policy=policy)
     async with SkillHost(
         config=HostConfig(limits=limits(args)), approver=approver, audit=audit, policy=policy

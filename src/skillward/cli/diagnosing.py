@@ -1,10 +1,12 @@
 """Diagnosing: ``doctor``, what works on this machine and why not.
 
 It says which key store keeps the approval store's key and whether it works, which
-approval scopes work here, the policy in force, every path skillward uses, and the exact
-fix for each problem found. It connects no server, imports neither ``mcp`` nor the host,
-and changes nothing but what using the key store does (the keyring's check writes and
-removes an item of its own; the file key store's directory is made).
+approval scopes work here, the policy in force, whether the audit trail is tamper-evident
+and where its events are exported (asking the collector with an empty request), every
+path skillward uses, and the exact fix for each problem found. It connects no server,
+imports neither ``mcp`` nor the host, and changes nothing but what using the key store
+does (the keyring's check writes and removes an item of its own; the file key store's
+directory is made; the audit file is created if it is not there).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class _Report:
     policy: dict[str, object]
     paths: dict[str, str]
     problems: list[tuple[str, str]] = field(default_factory=list)
+    audit: dict[str, object] = field(default_factory=dict)
 
     @property
     def remember_works(self) -> bool:
@@ -66,6 +69,7 @@ class _Report:
             "key_store": self.key_store,
             "scopes": self.scopes,
             "policy": self.policy,
+            "audit": self.audit,
             "paths": self.paths,
             "problems": [{"problem": p, "fix": f} for p, f in self.problems],
         }
@@ -88,6 +92,7 @@ def doctor(args: argparse.Namespace, terminal: Terminal) -> int:
     report.key_store = _key_store(keys, config, store.unavailable(), report)
     report.scopes = _scopes(rules, report.key_store)
     _policy_problems(policy, rules, config, report)
+    report.audit = _audit(policy, config, report)
     if args.json:
         terminal.json(report.json())
     else:
@@ -191,6 +196,60 @@ def _scopes(rules: ApprovalRules, key_store: dict[str, object]) -> dict[str, dic
         "session": scope(rules.allows(Scope.SESSION), rules.scope_reason),
         "remember": scope(remember_why is None, str(remember_why)),
     }
+
+
+def _audit(policy: EffectivePolicy, config: UserConfig, report: _Report) -> dict[str, object]:
+    """Whether the audit trail is tamper-evident here and where its events are exported,
+    each against what the policy requires."""
+    from skillward.edge._dirs import audit_file
+    from skillward.trust._keyfile import user_keys
+    from skillward.trust.audit import AuditTrail, audit_export
+
+    path = audit_file()
+    rules = policy.audit_rules()
+    why = AuditTrail(path, keys=user_keys(path, config, prefix="audit")).tamper_evidence()
+    found: dict[str, object] = {
+        "trail": str(path),
+        "tamper_evident": why is None,
+        "why_not": why,
+        "required_by": rules.tamper_evident,
+        "export": None,
+    }
+    if why is not None and rules.tamper_evident is not None:
+        report.problems.append(
+            (
+                f"the policy requires a tamper-evident audit trail ({rules.tamper_evident}), "
+                f"and this one is not, so no skill loads: {why}",
+                "make the key store work (its problem and fix are above): the trail keeps "
+                "its key there, beside the approval store's",
+            )
+        )
+    export = audit_export(rules)
+    if export is None:
+        return found
+    url = export.logs_url()
+    problem = export.unavailable(url)
+    if problem is None and url is not None:
+        from skillward.trust._otlp import sender
+
+        problem = sender(url, 3.0)([])  # an empty request: does the collector answer?
+    found["export"] = {
+        "endpoint": url,
+        "required_by": export.required_by,
+        "works": problem is None,
+        "problem": problem,
+    }
+    if problem is not None:
+        whose = f" ({export.required_by})" if export.required_by else ""
+        report.problems.append(
+            (
+                f"audit events cannot be exported{whose}: {problem}; they are kept in the "
+                "local trail only",
+                "install skillward[otel], and name a collector that answers "
+                "(audit.export_endpoint in the policy, or OTEL_EXPORTER_OTLP_ENDPOINT)",
+            )
+        )
+    return found
 
 
 def _policy(policy: EffectivePolicy) -> dict[str, object]:
@@ -312,6 +371,18 @@ def _show(report: _Report, terminal: Terminal) -> None:
     assert isinstance(values, list)
     for value in values:
         line(f"  {value['key']} = {value['value']!r}    ({value['source']})")
+    line("")
+    audit = report.audit
+    tamper = "yes" if audit["tamper_evident"] else f"no: {audit['why_not']}"
+    required = audit["required_by"]
+    line(f"audit trail: {audit['trail']}")
+    line(f"  tamper-evident: {tamper}" + (f" (required: {required})" if required else ""))
+    export = audit["export"]
+    if isinstance(export, dict):
+        works = "works" if export["works"] else f"does not work: {export['problem']}"
+        line(f"  exported to: {export['endpoint']}; it {works}")
+    else:
+        line("  exported: no (no policy asks for it, and OTEL_EXPORTER_OTLP_ENDPOINT is not set)")
     line("")
     line("paths:")
     for name, path in report.paths.items():

@@ -44,7 +44,7 @@ from skillward.host._fetch import Fetcher
 from skillward.host._window import ActingWindow
 from skillward.host.types import Activation, HostConfig
 from skillward.trust.approvals import ActivationRequest, Approver, content_hash, revoke_approval
-from skillward.trust.audit import AuditTrail, EventKind, GateKind, Outcome
+from skillward.trust.audit import AuditRules, AuditTrail, EventKind, GateKind, Outcome
 from skillward.trust.policy import GrantKind, GrantMode, Policy, refusal
 
 __all__ = ["Shared"]
@@ -69,6 +69,12 @@ class Shared:
         self.config = dataclasses.replace(config, limits=policy.limits(config.limits))
         #: Where every decision is recorded (the ``skillward.audit`` logger by default).
         self.audit = audit or AuditTrail(limits=self.config.limits)
+        # A policy of the host's own may say nothing of the trail.
+        rules = getattr(policy, "audit_rules", None)
+        self.audit_rules: AuditRules = rules() if callable(rules) else AuditRules()
+        refused = self.trail_refusal()
+        if refused is not None:  # said at start-up, not first at a load
+            logger.warning("%s", refused)
         if not policy.cache_allowed():
             cache = NoCache()
         cache.narrow(self.config.limits)
@@ -355,6 +361,36 @@ class Shared:
                 gate="activation",
             )
             raise
+        why = self.trail_refusal()
+        if why is not None:
+            self.record(
+                "policy_denial",
+                "denied",
+                request.record,
+                reason="the policy requires a tamper-evident audit trail, and this one is not",
+                gate="activation",
+            )
+            raise PolicyDenied(
+                why,
+                server=request.record.origin.label,
+                uri=request.record.key.locator,
+                hint="Make the key store work (`skillward doctor` says why it does not, and "
+                "how to fix it); a host keeps the trail in a file: AuditTrail(path).",
+            )
+
+    def trail_refusal(self) -> str | None:
+        """Why the policy refuses every load here: it requires a tamper-evident audit trail
+        and this host's is not (``audit.require_tamper_evident``); None when it does not."""
+        rule = self.audit_rules.tamper_evident
+        if rule is None:
+            return None
+        why = self.audit.tamper_evidence()
+        if why is None:
+            return None
+        return (
+            f"refused by policy: skills load only with a tamper-evident audit trail, and this "
+            f"host's is not: {why}; rule {rule}"
+        )
 
     def grant_mode(self, kind: GrantKind) -> GrantMode:
         """The policy's mode for ``kind``; anything but ``"prompt"`` refuses."""

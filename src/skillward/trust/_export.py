@@ -80,8 +80,6 @@ class Exporter:
         self._failing: str | None = None
         #: The exporter could not be set up: nothing is sent from this process.
         self._broken = False
-        #: The collector has answered: only then does a flush wait for it.
-        self._answered = False
         with self._ready:
             self._start()  # it asks the collector at once, so a failure is said at start-up
 
@@ -106,17 +104,11 @@ class Exporter:
             self._thread.start()
 
     def flush(self, timeout: float) -> None:
-        """Wait ``timeout`` seconds at most for the buffer to be sent (not at all unless
-        the collector answered and has not failed since), then stop the thread; ``add``
-        starts it again."""
+        """Wait ``timeout`` seconds at most for the buffer to be sent (not at all while the
+        collector is failing), then stop the thread; ``add`` starts it again."""
         deadline = time.monotonic() + timeout
         with self._ready:
-            while (
-                self._buffer
-                and self._answered
-                and self._failing is None
-                and self._thread is not None
-            ):
+            while self._buffer and self._failing is None and self._thread is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
@@ -195,17 +187,13 @@ class Exporter:
             why = f"{type(error).__name__}: {error}"
         if why is not None:
             self._fail(why)
-            return False
-        with self._ready:
-            self._answered = True
-        return True
+        return why is None
 
     def _sent(self, last: int, count: int) -> None:
         with self._ready:
             while self._buffer and self._buffer[0].number <= last:
                 self._buffer.popleft()
             self._delivered += count
-            self._answered = True
             recovered, dropped = self._failing is not None, self._dropped_in_outage
             self._failing = None
             self._dropped_in_outage = 0

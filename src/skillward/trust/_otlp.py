@@ -28,11 +28,13 @@ exist and ``skillward.*`` otherwise:
 from __future__ import annotations
 
 import getpass
+import importlib
 import logging
 import socket
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 from opentelemetry._logs import LogRecord, SeverityNumber
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
@@ -67,7 +69,7 @@ class _Heard(logging.Filter):
         heard: list[str] | None = getattr(self.local, "heard", None)
         if heard is None:
             return True
-        heard.append(record.getMessage())
+        heard.append(_cause(record))
         return False
 
     @contextmanager
@@ -78,6 +80,18 @@ class _Heard(logging.Filter):
             yield heard
         finally:
             self.local.heard = None
+
+
+def _cause(record: logging.LogRecord) -> str:
+    """What went wrong, from one of the exporter's log records: the error of a transient
+    failure, or the collector's status and reason."""
+    args = record.args if isinstance(record.args, tuple) else ()
+    template = str(record.msg)
+    if template.startswith("Transient error") and args:
+        return str(args[0])
+    if template.startswith("Failed to export %s batch code") and len(args) == 3:
+        return f"the collector answered {args[1]}: {args[2]}"
+    return record.getMessage()
 
 
 _HEARD = _Heard()
@@ -177,9 +191,27 @@ def _owner() -> str | None:
         return None
 
 
+def _session(failures: list[str]) -> Any:
+    """The exporter's HTTP session, noting why a request raised: the exporter keeps a
+    connection's error to itself when it gives up without retrying."""
+    session = importlib.import_module("requests").Session()  # the exporter's own client
+    request = session.request
+
+    def noted(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return request(*args, **kwargs)
+        except Exception as error:
+            failures.append(f"{type(error).__name__}: {error}")
+            raise
+
+    session.request = noted
+    return session
+
+
 def sender(url: str, timeout: float | None) -> Send:
     """A function sending a batch to the collector at ``url`` (its logs URL)."""
-    exporter = OTLPLogExporter(endpoint=url, timeout=timeout)
+    failures: list[str] = []
+    exporter = OTLPLogExporter(endpoint=url, timeout=timeout, session=_session(failures))
     found = {
         "service.name": "skillward",
         "service.version": __version__,
@@ -191,10 +223,12 @@ def sender(url: str, timeout: float | None) -> Send:
 
     def send(batch: Sequence[Pending]) -> str | None:
         records = [_record(pending, resource, scope) for pending in batch]
+        failures.clear()
         with _HEARD.listening() as heard:
             result = exporter.export(records)
         if result is LogRecordExportResult.SUCCESS:
             return None
-        return heard[-1] if heard else "the collector did not take the events"
+        said = failures or heard
+        return said[0] if said else "the collector did not take the events"
 
     return send

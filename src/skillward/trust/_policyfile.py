@@ -38,8 +38,9 @@ from pydantic import (
 )
 
 from skillward.core.config import SEP_MAX_SKILL_BYTES
-from skillward.core.errors import InvalidUri, printable
+from skillward.core.errors import ConfigError, InvalidUri, printable
 from skillward.core.uris import skill_root_of
+from skillward.core.urls import parse_http_url, split_url
 from skillward.trust._patterns import NamePattern, ServerPattern, UrlPattern, parse_server_pattern
 from skillward.trust._policylines import (
     TOML_ERROR_LINE,
@@ -206,6 +207,44 @@ class KeyringTable(_Table):
     )
 
 
+def _endpoint(text: str) -> str:
+    """A collector's URL: http(s), a host, no user-info, query or fragment (credentials go
+    in ``OTEL_EXPORTER_OTLP_HEADERS``, never in a policy)."""
+    try:
+        parse_http_url(text)
+    except ConfigError as error:
+        raise ValueError(error.message.replace("the server URL", "the collector's URL")) from None
+    parts = split_url(text)
+    if parts is not None and (parts.query is not None or parts.fragment is not None):
+        raise ValueError("the collector's URL carries a query or fragment")
+    return text
+
+
+Endpoint = Annotated[
+    _Text,
+    AfterValidator(_endpoint),
+    Field(description="An OTLP/HTTP collector: https://host:4318 (events go to /v1/logs)."),
+]
+
+
+class AuditTable(_Table):
+    """What the audit trail must be, and where its events go."""
+
+    require_tamper_evident: bool | None = Field(
+        None,
+        description="true: skills load only while the audit trail is a file whose "
+        "checkpoints the key store vouches for.",
+    )
+    require_export: bool | None = Field(
+        None,
+        description="true: every audit event is also sent to a collector (export_endpoint, "
+        "or OTEL_EXPORTER_OTLP_ENDPOINT).",
+    )
+    export_endpoint: Endpoint | None = Field(
+        None, description="The collector audit events are sent to; setting it requires export."
+    )
+
+
 class PinEntry(_Table):
     """An administrator's pre-approval of exactly one skill's content."""
 
@@ -233,6 +272,7 @@ class PolicyFile(_Table):
     grants: GrantsTable = Field(default_factory=GrantsTable)
     limits: LimitsTable = Field(default_factory=LimitsTable)
     keyring: KeyringTable = Field(default_factory=KeyringTable)
+    audit: AuditTable = Field(default_factory=AuditTable)
     pins: tuple[PinEntry, ...] = ()
 
 
@@ -244,6 +284,7 @@ TABLES: dict[str, type[_Table]] = {
     "grants": GrantsTable,
     "limits": LimitsTable,
     "keyring": KeyringTable,
+    "audit": AuditTable,
 }
 
 # What a bad value of each restricting key resolves to, and how to say so. A bad value of
@@ -268,6 +309,15 @@ _STRICTEST: dict[tuple[str, str], tuple[str, object, str]] = {
     ("limits", "cache_budget_mib"): ("cache_budget_mib", 0, "read as 0: the cache is off"),
     ("limits", "cache"): ("cache", "off", 'read as "off"'),
     ("keyring", "require_recommended"): ("require_recommended", True, "read as true"),
+    ("audit", "require_tamper_evident"): ("require_tamper_evident", True, "read as true"),
+    ("audit", "require_export"): ("require_export", True, "read as true"),
+    # A collector that cannot be used still says export is wanted: it is required, to the
+    # collector the standard variables name if any; else the machine says it cannot export.
+    ("audit", "export_endpoint"): (
+        "require_export",
+        True,
+        "export is still required (to OTEL_EXPORTER_OTLP_ENDPOINT, if set)",
+    ),
 }
 
 

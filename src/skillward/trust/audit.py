@@ -260,6 +260,22 @@ class AuditExport:
         base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
         return _logs_url(base) if base else None
 
+    def unavailable(self, url: str | None) -> str | None:
+        """Why events cannot be sent to ``url`` (``logs_url()``) from here, or None: no
+        collector named, not an http(s) URL, or ``skillward[otel]`` not installed."""
+        from importlib.util import find_spec  # noqa: PLC0415
+
+        if url is None:
+            return (
+                "no collector is named: set audit.export_endpoint in the policy, or "
+                "OTEL_EXPORTER_OTLP_ENDPOINT"
+            )
+        if not url.startswith(("http://", "https://")):
+            return f"the collector {printable(url, limit=200)!r} is not an http(s) URL"
+        if find_spec("opentelemetry.exporter.otlp.proto.http") is None:
+            return "skillward[otel] is not installed (pip install 'skillward[otel]')"
+        return None
+
 
 def _logs_url(base: str) -> str:
     base = base.rstrip("/")
@@ -421,24 +437,14 @@ class AuditTrail:
         return self._exporter.status()
 
     def _start_export(self, export: AuditExport) -> None:
-        from importlib.util import find_spec  # noqa: PLC0415
-
         url = export.logs_url()
-        whose = f" ({export.required_by})" if export.required_by else ""
-        if url is None:
-            why = (
-                "no collector is named: set audit.export_endpoint in the policy, or "
-                "OTEL_EXPORTER_OTLP_ENDPOINT"
-            )
-        elif not url.startswith(("http://", "https://")):
-            why = f"the collector {printable(url, limit=200)!r} is not an http(s) URL"
-        elif find_spec("opentelemetry.exporter.otlp.proto.http") is None:
-            why = "skillward[otel] is not installed (pip install 'skillward[otel]')"
-        else:
+        why = export.unavailable(url)
+        if why is None and url is not None:
             from skillward.trust._export import Exporter  # noqa: PLC0415
 
             self._exporter = Exporter(export, url, self.limits)
             return
+        whose = f" ({export.required_by})" if export.required_by else ""
         self.export_problem = (
             f"audit events cannot be exported{whose}: {why}; they are kept in the local trail only"
         )

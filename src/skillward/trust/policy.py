@@ -54,6 +54,7 @@ from skillward.trust.approvals import (
     Scope,
     content_hash,
 )
+from skillward.trust.audit import AuditRules
 
 __all__ = [
     "GRANT_KINDS",
@@ -206,6 +207,10 @@ class NoPolicy:
     def cache_allowed(self) -> bool:
         return True
 
+    def audit_rules(self) -> AuditRules:
+        """What the audit trail must be: nothing."""
+        return AuditRules()
+
 
 # --- skill globs ------------------------------------------------------------------------------
 
@@ -236,8 +241,12 @@ _RANKS: dict[str, dict[object, int]] = {
     "grants.cross_origin": {"prompt": 0, "never": 1},
     "limits.cache": {"on": 0, "off": 1},
     "keyring.require_recommended": {False: 0, True: 1},
+    "audit.require_tamper_evident": {False: 0, True: 1},
+    "audit.require_export": {False: 0, True: 1},
 }
 _LISTS = ("deny", "deny_digests")
+# Values no later layer changes: the first layer's stands, and another is ignored, said so.
+_FIRST = ("audit.export_endpoint",)
 
 
 def _rank(key: str, value: object) -> float:
@@ -277,6 +286,27 @@ def _uncovered(
         for held in earlier:
             if not any(covers(a.value, entry.value) for a in held.entries):
                 return entry.value, held
+    return None
+
+
+def _scalar(scalars: dict[str, Setting], setting: Setting) -> str | None:
+    """Merge ``setting`` into ``scalars``, the strictest kept (the first, for a value no
+    layer changes); why it is ignored, if it is."""
+    key, value = setting.key, setting.value
+    held = scalars.get(key)
+    if held is None:
+        scalars[key] = setting
+        return None
+    if key in _FIRST:
+        if value == held.value:
+            return None
+        return f"{key} = {value!r} is ignored: events go to {held.value!r}, set in {held.source}"
+    if _rank(key, value) < _rank(key, held.value):
+        return (
+            f"{key} = {value!r} is ignored: it is looser than {held.value!r} set in {held.source}"
+        )
+    if _rank(key, value) > _rank(key, held.value):
+        scalars[key] = setting
     return None
 
 
@@ -343,18 +373,10 @@ def _merge(layers: Sequence[PolicyLayer]) -> _Merged:
                         for i, v in enumerate(value)
                     )
                 else:
-                    held = merged.scalars.get(key)
-                    if held is not None and _rank(key, value) < _rank(key, held.value):
-                        warn(
-                            (table_name, name),
-                            f"{key} = {value!r} is ignored: it is looser than "
-                            f"{held.value!r} set in {held.source}",
-                        )
-                        continue
-                    if held is None or _rank(key, value) > _rank(key, held.value):
-                        merged.scalars[key] = Setting(
-                            key, value, where(table_name, name), contact, kind
-                        )
+                    setting = Setting(key, value, where(table_name, name), contact, kind)
+                    ignored = _scalar(merged.scalars, setting)
+                    if ignored is not None:
+                        warn((table_name, name), ignored)
         if document.pins and layer.kind == "user":
             warn(
                 ("pins", 0),
@@ -554,6 +576,19 @@ class EffectivePolicy:
         return not (
             (switch is not None and switch.value == "off")
             or (budget is not None and budget.value == 0)
+        )
+
+    def audit_rules(self) -> AuditRules:
+        """What the policy requires of the audit trail (``[audit]``): a tamper-evident
+        trail, export, and the collector, each requirement as its rule for messages."""
+        tamper = self._scalars.get("audit.require_tamper_evident")
+        export = self._scalars.get("audit.require_export")
+        endpoint = self._scalars.get("audit.export_endpoint")
+        required = endpoint or (export if export is not None and export.value else None)
+        return AuditRules(
+            tamper_evident=self._rule(tamper) if tamper is not None and tamper.value else None,
+            export=self._rule(required) if required is not None else None,
+            endpoint=endpoint.value if endpoint is not None else None,
         )
 
     # --- approvals -----------------------------------------------------------------------------
