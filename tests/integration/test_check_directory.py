@@ -252,3 +252,17 @@ def test_a_directory_without_skills_is_a_usage_error(tmp_path: Path) -> None:
     missing = run("check", "--no-local", "./nowhere", home=tmp_path, cwd=tmp_path)
     assert missing.returncode == 2
     assert "is not a directory or a file" in missing.stderr
+
+
+def test_a_directory_outside_the_repository_is_located_where_it_is(tmp_path: Path) -> None:
+    skills = tmp_path / "skills"
+    write(skills, "shell/SKILL.md", skill_md("shell", "Runs things", "allowed-tools: Bash\n"))
+    here = tmp_path / "elsewhere"
+    (here / ".git").mkdir(parents=True)
+    result = run("check", "--format", "sarif", "--no-local", str(skills), home=tmp_path, cwd=here)
+    log = json.loads(result.stdout)
+    jsonschema.Draft4Validator(json.loads(SARIF_SCHEMA.read_text("utf-8"))).validate(log)
+    (broad,) = [r for r in log["runs"][0]["results"] if r["ruleId"] == "SW-HYG-008"]
+    location = broad["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"] == {"uri": (skills / "shell" / "SKILL.md").as_uri()}
+    assert location["region"] == {"startLine": 4}

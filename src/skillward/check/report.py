@@ -380,7 +380,11 @@ def _sarif_location(report: ServerReport, finding: Finding) -> dict[str, Any]:
     path = report.locations.path(target)
     physical: dict[str, Any]
     if path is not None:
-        physical = {"artifactLocation": {"uri": _sarif_path(path), "uriBaseId": "%SRCROOT%"}}
+        if path.startswith("/"):  # outside the repository: where it is on this machine
+            artifact = {"uri": "file://" + _sarif_path(path)}
+        else:
+            artifact = {"uri": _sarif_path(path), "uriBaseId": "%SRCROOT%"}
+        physical = {"artifactLocation": artifact}
         if finding.line is not None:
             physical["region"] = {"startLine": finding.line}
     else:
