@@ -266,3 +266,16 @@ def test_a_directory_outside_the_repository_is_located_where_it_is(tmp_path: Pat
     location = broad["locations"][0]["physicalLocation"]
     assert location["artifactLocation"] == {"uri": (skills / "shell" / "SKILL.md").as_uri()}
     assert location["region"] == {"startLine": 4}
+
+
+@pytest.mark.threat("T55")
+def test_a_file_name_that_drives_a_terminal_is_reported_escaped(tmp_path: Path) -> None:
+    repo = repository(tmp_path)
+    evil = "\x1b[2J\u202egnp.txt"
+    (repo / "skills" / "git-workflow" / evil).symlink_to(repo / "skills" / "git-workflow")
+    result = run("check", "--no-local", "./skills", home=tmp_path, cwd=repo)
+    assert "SW-SRC-001" in result.stdout
+    # No URI can carry its name, so the message names it, escaped.
+    assert "skills/git-workflow/\\x1b[2J\\u202egnp.txt" in result.stdout
+    for forbidden in ("\x1b", "\u202e"):
+        assert forbidden not in result.stdout

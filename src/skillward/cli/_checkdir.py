@@ -21,7 +21,7 @@ from skillward.check._audit import Finding
 from skillward.check._locations import Locations
 from skillward.check.rules import rule
 from skillward.core.config import Limits
-from skillward.core.errors import ConfigError, UsageError
+from skillward.core.errors import ConfigError, UsageError, printable
 from skillward.core.labels import normalise_label
 from skillward.core.uris import SKILL_FILE
 from skillward.edge._tree import encode_segment
@@ -136,9 +136,9 @@ def served_directory(path: Path, label: str, limits: Limits) -> Directory:
         try:
             # Never resolved: the link itself is what is reported, not where it points.
             parts = Path(os.path.abspath(found)).relative_to(root).parts
+            segments = [*own, *(encode_segment(part) for part in parts)]
         except ValueError:
-            return None
-        segments = [*own, *(encode_segment(part) for part in parts)]
+            return None  # outside the tree, or a name no URI can carry: the skill's
         return "skill://" + "/".join(segments) if segments else None
 
     found = tuple(_finding(refusal, uri_of, str(root), here) for refusal in catalog.refusals)
@@ -154,8 +154,12 @@ def _finding(
         segments = [encode_segment(part) for part in refusal.skill_path.split("/")]
         skill = "skill://" + "/".join([*segments, SKILL_FILE])
     uri = uri_of(refusal.path)
-    # Paths as the repository has them, not as this machine does.
-    message = refusal.message.replace(root, here)
+    message = refusal.message
+    if uri is None and refusal.path != root:
+        message = f"{refusal.path}: {message}"  # no URI says which file: the message does
+    # Paths as the repository has them, not as this machine does; a file's name escaped
+    # as every server string is (a repository checked may be hostile).
+    message = printable(message.replace(root, here), limit=600)
     return Finding(rule_id, rule(rule_id).severity, skill, None if uri == skill else uri, message)
 
 
