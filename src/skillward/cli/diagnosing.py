@@ -230,9 +230,13 @@ def _audit(policy: EffectivePolicy, config: UserConfig, report: _Report) -> dict
     url = export.logs_url()
     problem = export.unavailable(url)
     if problem is None and url is not None:
-        from skillward.trust._otlp import sender
+        from skillward.trust._otlp import Sender
 
-        problem = sender(url, 3.0)([])  # an empty request: does the collector answer?
+        send = Sender(url, 3.0)
+        try:
+            problem = send([])  # an empty request: does the collector answer?
+        finally:
+            send.close()
     found["export"] = {
         "endpoint": url,
         "required_by": export.required_by,

@@ -101,8 +101,9 @@ class Limits:
     store_lock_timeout: float = 30.0
     #: Bytes of the audit file before it is rotated (it and one predecessor are kept).
     max_audit_bytes: int = 8 * 1024 * 1024
-    #: Events an audit trail writer records between checkpoints (and at most seconds):
-    #: the events after the newest checkpoint are not yet vouched for (``docs/host.md``).
+    #: Events an audit trail writer records between checkpoints, and seconds after which
+    #: its next event brings one: the events after the newest checkpoint are not yet
+    #: vouched for (``docs/host.md``).
     audit_checkpoint_events: int = 1000
     audit_checkpoint_seconds: float = 60.0
     #: Audit events held for export while the collector cannot be reached; past it the

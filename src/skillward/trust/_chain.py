@@ -8,8 +8,9 @@ line of the chain (``n`` 1) holds the hash of whatever its file held before it (
 older skillward wrote; nothing: the hash of no bytes), so those lines are bound too.
 
 Some lines are **checkpoints** (``{"checkpoint":"<mac>",…}``): the first line of every
-file, one every ``Limits.audit_checkpoint_events`` events or ``audit_checkpoint_seconds``,
-and one when a writer closes. A checkpoint's code is an HMAC-SHA256, keyed with the
+file, one after every ``Limits.audit_checkpoint_events`` events a writer records and with
+its first event once ``audit_checkpoint_seconds`` have passed since its last, and one when
+a writer closes. A checkpoint's code is an HMAC-SHA256, keyed with the
 trail's key in the key store, over its own number and ``prev``: since ``prev`` commits to
 every line before it, a checkpoint that authenticates vouches for the whole trail up to
 it. The key store also holds a **counter**: the number and hash of the newest

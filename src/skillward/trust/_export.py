@@ -18,9 +18,9 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from skillward.core.config import Limits
 from skillward.core.errors import printable
@@ -49,8 +49,14 @@ class Pending:
     number: int
 
 
-#: Sends one batch; returns None when the collector took it, or why it did not.
-Send = Callable[[Sequence[Pending]], str | None]
+class Send(Protocol):
+    """Sends batches to the collector (``_otlp.Sender``)."""
+
+    def __call__(self, batch: Sequence[Pending]) -> str | None:
+        """Send ``batch``; None when the collector took it, or why it did not."""
+
+    def close(self) -> None:
+        """Let the connection go."""
 
 
 class Exporter:
@@ -61,12 +67,9 @@ class Exporter:
         export: AuditExport,
         url: str,
         limits: Limits,
-        *,
-        sender: Callable[[str, float | None], Send] | None = None,
     ) -> None:
         self.url = url
         self._export = export
-        self._sender = sender
         self._cap = limits.max_audit_export_events
         self._buffer: deque[Pending] = deque()
         self._ready = threading.Condition()
@@ -136,11 +139,9 @@ class Exporter:
 
     def _connect(self) -> Send | None:
         try:
-            if self._sender is not None:
-                return self._sender(self.url, self._export.timeout)
-            from skillward.trust._otlp import sender  # noqa: PLC0415
+            from skillward.trust._otlp import Sender  # noqa: PLC0415
 
-            return sender(self.url, self._export.timeout)
+            return Sender(self.url, self._export.timeout)
         except Exception as error:  # a broken install must never reach the host
             self._fail(f"the exporter could not be set up ({type(error).__name__}: {error})")
             return None
@@ -153,6 +154,12 @@ class Exporter:
                 self._thread = None
                 self._ready.notify_all()
             return
+        try:
+            self._send_all(send)
+        finally:
+            send.close()
+
+    def _send_all(self, send: Send) -> None:
         pause = self._export.retry
         failed = not self._probe(send)
         while True:

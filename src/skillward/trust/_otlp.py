@@ -48,10 +48,10 @@ from opentelemetry.trace.span import TraceState
 from skillward._version import __version__
 from skillward.core.errors import ConfigError
 from skillward.core.urls import parse_http_url
-from skillward.trust._export import Pending, Send
+from skillward.trust._export import Pending
 from skillward.trust.audit import AuditEvent
 
-__all__ = ["attributes", "decided_by", "sender"]
+__all__ = ["Sender", "attributes", "decided_by"]
 
 # The exporter says why an export failed only in its log: that is the reason given back,
 # and the exporter's own log stays quiet for skillward's exports (it is reported once).
@@ -208,27 +208,33 @@ def _session(failures: list[str]) -> Any:
     return session
 
 
-def sender(url: str, timeout: float | None) -> Send:
-    """A function sending a batch to the collector at ``url`` (its logs URL)."""
-    failures: list[str] = []
-    exporter = OTLPLogExporter(endpoint=url, timeout=timeout, session=_session(failures))
-    found = {
-        "service.name": "skillward",
-        "service.version": __version__,
-        "host.name": socket.gethostname(),
-        "process.owner": _owner(),
-    }
-    resource = Resource.create({k: v for k, v in found.items() if v is not None})
-    scope = InstrumentationScope("skillward.audit", __version__)
+class Sender:
+    """Sends batches to the collector at ``url`` (its logs URL), a ``Send``."""
 
-    def send(batch: Sequence[Pending]) -> str | None:
-        records = [_record(pending, resource, scope) for pending in batch]
-        failures.clear()
+    def __init__(self, url: str, timeout: float | None) -> None:
+        self._failures: list[str] = []
+        self._exporter = OTLPLogExporter(
+            endpoint=url, timeout=timeout, session=_session(self._failures)
+        )
+        found = {
+            "service.name": "skillward",
+            "service.version": __version__,
+            "host.name": socket.gethostname(),
+            "process.owner": _owner(),
+        }
+        self._resource = Resource.create({k: v for k, v in found.items() if v is not None})
+        self._scope = InstrumentationScope("skillward.audit", __version__)
+
+    def __call__(self, batch: Sequence[Pending]) -> str | None:
+        records = [_record(pending, self._resource, self._scope) for pending in batch]
+        self._failures.clear()
         with _HEARD.listening() as heard:
-            result = exporter.export(records)
+            result = self._exporter.export(records)
         if result is LogRecordExportResult.SUCCESS:
             return None
-        said = failures or heard
+        said = self._failures or heard
         return said[0] if said else "the collector did not take the events"
 
-    return send
+    def close(self) -> None:
+        with _HEARD.listening():
+            self._exporter.shutdown()  # type: ignore[no-untyped-call]
