@@ -279,3 +279,20 @@ def test_a_file_name_that_drives_a_terminal_is_reported_escaped(tmp_path: Path) 
     assert "skills/git-workflow/\\x1b[2J\\u202egnp.txt" in result.stdout
     for forbidden in ("\x1b", "\u202e"):
         assert forbidden not in result.stdout
+
+
+@pytest.mark.threat("T65")
+def test_a_file_linked_out_of_the_repository_names_no_skill(tmp_path: Path) -> None:
+    repo = repository(tmp_path)
+    (repo / ".git").mkdir(exist_ok=True)
+    outside = tmp_path / "home" / "private"
+    write(outside, "SKILL.md", skill_md("private", "Not the repository's"))
+    write(outside, "notes.md", f"token = {KEY}\n".encode())
+    (repo / "linked.md").symlink_to(outside / "notes.md")
+    result = run("check", "--json", "--no-local", "linked.md", home=tmp_path, cwd=repo)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads(result.stdout)["servers"] == []
+    sarif = run("check", "--format", "sarif", "--no-local", "linked.md", home=tmp_path, cwd=repo)
+    log = json.loads(sarif.stdout)
+    jsonschema.Draft4Validator(json.loads(SARIF_SCHEMA.read_text("utf-8"))).validate(log)
+    assert log["runs"][0]["results"] == []

@@ -91,18 +91,21 @@ def _is_skill(directory: Path) -> bool:
 
 
 def skills_of_files(files: Iterable[Path]) -> list[Path]:
-    """The skill each file is part of: the outermost directory above it, within its
-    repository, holding a SKILL.md (a nested skill's files are its enclosing skill's
-    too). Files in no skill are left out."""
+    """The skill each file is part of: the outermost directory above it, within the
+    repository the command runs in, holding a SKILL.md (a nested skill's files are its
+    enclosing skill's too). Files in no skill are left out, and so are files that are,
+    or lie behind, links out of that repository: no link is followed out of it."""
+    base = repository_root(Path.cwd().resolve())
     found: dict[Path, None] = {}
     for file in files:
         resolved = file.resolve()
-        root = repository_root(resolved.parent)
+        if not resolved.is_relative_to(base):
+            continue
         outermost: Path | None = None
         for directory in (resolved.parent, *resolved.parent.parents):
             if _is_skill(directory):
                 outermost = directory
-            if directory == root:
+            if directory == base:
                 break
         if outermost is not None:
             found.setdefault(outermost)

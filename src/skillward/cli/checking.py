@@ -189,7 +189,12 @@ def check(args: argparse.Namespace, terminal: Terminal) -> int:
     mapped = Locations.of(parse_map(given) for given in args.map)
     chosen = _chosen(args, terminal)
     if chosen.nothing:
-        terminal.plain("no skill among the files given: nothing to check")
+        # Still a report in the form asked for (code scanning reads an empty log).
+        empty = outcome([])
+        rendered = {"json": render_json, "sarif": render_sarif}.get(output)
+        terminal.plain(
+            rendered(empty) if rendered else "no skill among the files given: nothing to check"
+        )
         return EXIT_OK
     policy = policy_in_force(terminal, args)
     for spec in chosen.specs:
