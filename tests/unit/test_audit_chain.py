@@ -396,3 +396,32 @@ def test_the_trail_keeps_its_key_and_counter_apart_from_the_approval_stores(
     verdict = verify_trail(path, keys=key_store("audit"))
     assert verdict.intact, verdict.broken
     assert verdict.authenticated == 2
+
+
+def test_a_trail_cut_short_stays_found_after_skillward_writes_to_it_again(
+    tmp_path: Path,
+) -> None:
+    keyring = Keyring()
+    path = tmp_path / "audit.jsonl"
+    written(path, keyring, 10)
+    rows = lines(path)
+    save(path, rows[:5])  # the newest events and checkpoints gone...
+    written(path, keyring, 10)  # ...and a later command writes on, moving the counter
+    verdict = verify_trail(path, keys=MemoryKeys(keyring))
+    assert verdict.broken is not None
+    # The line the key store had vouched for is another line now.
+    assert verdict.broken.how == "replaced"
+    assert verdict.broken.n == number_of(rows[-1])
+
+
+def test_a_trail_deleted_whole_stays_found_after_skillward_writes_a_new_one(
+    tmp_path: Path,
+) -> None:
+    keyring = Keyring()
+    path = tmp_path / "audit.jsonl"
+    written(path, keyring, 30)
+    path.unlink()
+    written(path, keyring, 50)  # a new chain, past the old one's length
+    verdict = verify_trail(path, keys=MemoryKeys(keyring))
+    assert verdict.broken is not None
+    assert verdict.broken.how in ("truncated", "replaced")

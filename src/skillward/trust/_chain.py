@@ -14,8 +14,11 @@ a writer closes. A checkpoint's code is an HMAC-SHA256, keyed with the
 trail's key in the key store, over its own number and ``prev``: since ``prev`` commits to
 every line before it, a checkpoint that authenticates vouches for the whole trail up to
 it. The key store also holds a **counter**: the number and hash of the newest
-checkpoint, so a trail cut short, or an older copy put back, no longer reaches it. A
-checkpoint written without a usable key store has no code (``"checkpoint":null``).
+checkpoint, so a trail cut short, or an older copy put back, no longer reaches it; and
+each checkpoint records the counter as its writer found it (``after``, under its code),
+so a trail cut short or removed stays found after skillward writes to it again and moves
+the counter on. A checkpoint written without a usable key store has no code
+(``"checkpoint":null``).
 
 What verifying finds, and calls by the first line it breaks at:
 
@@ -62,6 +65,7 @@ __all__ = [
     "line_hash",
     "link",
     "verify",
+    "vouched",
 ]
 
 #: How a trail's line begins when it is a checkpoint.
@@ -85,20 +89,33 @@ def chain_line(body: bytes, n: int, prev: str) -> bytes:
     return b'%s,"n":%d,"prev":"%s"}' % (body[:-1], n, prev.encode("ascii"))
 
 
-def checkpoint_code(key: bytes, n: int, prev: str) -> str:
-    """The code of the checkpoint that is line ``n``, after a line hashing to ``prev``."""
+def checkpoint_code(key: bytes, n: int, prev: str, after: str | None = None) -> str:
+    """The code of the checkpoint that is line ``n``, after a line hashing to ``prev``,
+    written when the key store's counter was ``after``."""
     message = _DOMAIN + b"%d %s" % (n, prev.encode("ascii"))
+    if after is not None:
+        message += b" after " + after.encode("ascii")
     return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
-def checkpoint_body(code: str | None, time: float) -> bytes:
-    """A checkpoint's text before it is chained (``code`` None: written without a key)."""
-    return json.dumps({"checkpoint": code, "time": time}, separators=(",", ":")).encode()
+def checkpoint_body(code: str | None, time: float, after: str | None = None) -> bytes:
+    """A checkpoint's text before it is chained (``code`` None: written without a key;
+    ``after``: the key store's counter when it was written, if it held one)."""
+    fields: dict[str, object] = {"checkpoint": code}
+    if after is not None:
+        fields["after"] = after
+    fields["time"] = time
+    return json.dumps(fields, separators=(",", ":")).encode()
 
 
 def counter_text(n: int, line: bytes) -> str:
     """What the key store keeps of the newest checkpoint, line ``n``: its number and hash."""
     return f"{n} {line_hash(line)}"
+
+
+def vouched(counter: str | None) -> str | None:
+    """The key store's ``counter`` if it is one as :func:`counter_text` writes it."""
+    return counter if counter is not None and _COUNTER.match(counter) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,14 +140,26 @@ def link(line: bytes) -> Link | None:
     return Link(int(found.group(1)), found.group(2).decode("ascii"), line[: found.start()] + b"}")
 
 
-def _code(body: bytes) -> tuple[bool, str | None]:
-    """Whether ``body`` is a well-formed checkpoint, and its code (None: written
-    without a key)."""
-    found = _CODE.match(body)
-    if found is None:
-        return False, None
-    code = found.group(2)
-    return True, None if code is None else code.decode("ascii")
+@dataclass(frozen=True, slots=True)
+class _Checkpoint:
+    #: None: written without a key.
+    code: str | None
+    #: The key store's counter when it was written (``N HASH``), if it held one.
+    after: str | None
+
+
+def _checkpoint(body: bytes) -> _Checkpoint | None:
+    """The checkpoint ``body`` holds; None unless it is one as skillward writes it."""
+    if _CODE.match(body) is None:
+        return None
+    try:
+        fields = json.loads(body)
+    except ValueError:
+        return None
+    after = fields.get("after")
+    if after is not None and (not isinstance(after, str) or _COUNTER.match(after) is None):
+        return None
+    return _Checkpoint(fields["checkpoint"], after)
 
 
 # --- verifying ------------------------------------------------------------------------------
@@ -330,16 +359,13 @@ class _State:
         broken = self._start(row) if previous is None else self._follows(index, row, previous)
         if broken is not None:
             return broken
-        if current.checkpoint:
-            broken = self._checkpoint(row)
-            if broken is not None:
-                return broken
-        else:
-            self.events += 1
-            self.uncovered += 1
         if self.first is None:
             self.first = current.n
         self.last = current.n
+        if current.checkpoint:
+            return self._checkpoint(row)
+        self.events += 1
+        self.uncovered += 1
         return None
 
     def _start(self, row: _Row) -> TrailBreak | None:
@@ -436,8 +462,8 @@ class _State:
         current = row.link
         assert current is not None
         where = self.walk.where(row)
-        well_formed, code = _code(current.body)
-        if not well_formed:
+        found = _checkpoint(current.body)
+        if found is None:
             return TrailBreak(
                 "edited",
                 current.n,
@@ -445,12 +471,13 @@ class _State:
                 f"the checkpoint at {where} is not as skillward writes one",
             )
         self.checkpoints += 1
+        code = found.code
         if code is None:
             self.without_code += 1
             return None
         if self.key is None:
             return None
-        expected = checkpoint_code(self.key, current.n, current.prev)
+        expected = checkpoint_code(self.key, current.n, current.prev, found.after)
         if not hmac.compare_digest(code, expected):
             return TrailBreak(
                 "unauthenticated",
@@ -461,9 +488,43 @@ class _State:
                 "rewritten to hide it, the checkpoint was forged, or the trail's key in the "
                 "key store was replaced",
             )
+        broken = self._after(found.after, current.n, where)
+        if broken is not None:
+            return broken
         self.authenticated += 1
         self.vouched = current.n
         self.uncovered = 0
+        return None
+
+    def _after(self, after: str | None, n: int, where: str) -> TrailBreak | None:
+        """The line the key store vouched for when the checkpoint at line ``n`` was
+        written: it must be in the trail before it (unless rotated away), as it was."""
+        kept = _COUNTER.match(after) if after is not None else None
+        if kept is None:
+            return None
+        vouched, digest = int(kept.group(1)), kept.group(2)
+        if self.first is not None and vouched < self.first:
+            return None  # rotated away
+        index = self.places.get(vouched)
+        row = self.rows[index] if index is not None else None
+        if vouched >= n or row is None:
+            return TrailBreak(
+                "truncated",
+                vouched,
+                where,
+                f"when the checkpoint at {where} (line {n}) was written, the key store vouched "
+                f"for line {vouched}, which the trail had lost: it was cut short or removed, "
+                "and written to again",
+            )
+        if line_hash(row.line) != digest:
+            shown = self.walk.where(row)
+            return TrailBreak(
+                "replaced",
+                vouched,
+                shown,
+                f"line {vouched} of the chain ({shown}) is not the one the key store vouched "
+                f"for when the checkpoint at {where} was written: the trail was rewritten",
+            )
         return None
 
     def finish(self, counter: str | None, why: str | None) -> TrailBreak | None:

@@ -68,6 +68,7 @@ from skillward.trust._chain import (
     line_hash,
     link,
     verify,
+    vouched,
 )
 
 if TYPE_CHECKING:
@@ -485,19 +486,23 @@ class AuditTrail:
             self._warned.add(message)
             logging.getLogger("skillward").warning("%s", printable(message, limit=1000))
 
-    def _code(self, n: int, prev: str) -> str | None:
-        """The checkpoint code of line ``n`` (lock held); None without a usable key."""
+    def _checkpoint(self, n: int, prev: str) -> bytes:
+        """The text of the checkpoint that is line ``n`` (lock held): its code, and the key
+        store's counter as it finds it, so a trail cut short before it stays found after
+        this writer moves the counter on. Without a usable key: no code, and no counter."""
         keys = self._provider()
         why = keys.unavailable()
         self._keys_checked = True
         if why is None:
             try:
                 key = keys.key(create=True)
+                after = vouched(keys.counter()) if key is not None else None
             except RememberUnavailable as error:
                 why = error.message
             else:
                 if key is not None:
-                    return checkpoint_code(key, n, prev)
+                    code = checkpoint_code(key, n, prev, after)
+                    return checkpoint_body(code, self.clock(), after)
                 why = "the key store holds no key"
         if why not in self._warned:  # said by doctor, and when a policy requires it
             self._warned.add(why)
@@ -506,7 +511,7 @@ class AuditTrail:
                 "for nothing: %s",
                 printable(why, limit=1000),
             )
-        return None
+        return checkpoint_body(None, self.clock())
 
     def _counter(self, n: int, line: bytes) -> None:
         """Move the key store's counter to the checkpoint that is line ``n`` (lock held)."""
@@ -583,9 +588,8 @@ class AuditTrail:
 
         def checkpoint() -> None:
             nonlocal signed, ends_checkpointed
-            code = self._code(n + 1, digest)
-            line = add(checkpoint_body(code, self.clock()))
-            if code is not None:
+            line = add(self._checkpoint(n + 1, digest))
+            if not line.startswith(b'{"checkpoint":null'):
                 signed = (n, line)
             ends_checkpointed = True
 
