@@ -19,6 +19,7 @@ from skillward.trust.approvals import ActivationRequest, Answer, Decision, Scope
 from skillward.trust.audit import AuditTrail, read_events
 from skillward.trust.policy import NoPolicy
 from tests.support.approvals import CountedStore, CountingBook, Scripted, yes
+from tests.support.gated import build_gated_tree, serve
 from tests.support.hostile import HostileState, build_hostile_server, build_hostile_tree
 from tests.support.keys import MemoryKeys
 
@@ -136,3 +137,27 @@ async def test_a_skill_the_policy_refuses_has_no_pending_approval_and_the_refusa
                 await host.prepare("good")
     assert (book.verdicts, store.gets) == (0, 0)  # refused before any record is read
     assert [e.event for e in read_events(trail).events] == ["policy_denial"]
+
+
+@pytest.mark.threat("T9")
+async def test_a_fresh_pending_approval_is_of_the_content_the_server_serves_now(
+    tmp_path: Path,
+) -> None:
+    build_gated_tree(tmp_path / "acme", tmp_path / "marker")
+    served = serve(tmp_path / "acme", "acme")
+    with anyio.fail_after(WAIT):
+        async with SkillHost(approver=CountingBook(Scripted())) as host:
+            await host.connect(served.spec)
+            shown = await host.prepare("deploy")
+            # The server changes a file; the listing the host holds does not say so.
+            served.change("deploy/notes.md", b"changed after the person was shown it\n")
+            listed = await host.prepare("deploy")
+            now = await host.prepare("deploy", fresh=True)
+            after = await host.prepare("deploy")
+            plain = await host.prepare("plain", fresh=True)
+            assert plain.request.record is host.resolve("plain")  # unchanged: the same record
+    assert listed.content_hash == shown.content_hash
+    assert now.content_hash != shown.content_hash
+    changed = set(now.facts.files) - set(listed.facts.files)
+    assert [f.path for f in changed] == ["notes.md"]
+    assert after.content_hash == now.content_hash  # the registry holds what was fetched

@@ -368,22 +368,42 @@ class SkillHost:
             return await self._tools.activate(record)
 
     async def prepare(
-        self, reference: str | SkillRecord, *, reuse: bool = False
+        self, reference: str | SkillRecord, *, reuse: bool = False, fresh: bool = False
     ) -> PendingApproval:
         """The decision on loading a skill, made once: the policy (a refusal is recorded
-        and raised), a pin, the verdict from the approver's records. Fetches nothing.
+        and raised), a pin, the verdict from the approver's records. Fetches nothing,
+        unless ``fresh``.
 
         :meth:`activate` is this, the approver asked when nothing settles it
         (``pending.settled``), then :meth:`load`. A front end that asks the person itself
         shows them ``pending.facts`` and passes their :class:`Answer` to :meth:`load`.
         With ``reuse`` (as the model's ``read_skill`` does), a skill this context already
         acts on, its listed content unchanged, is settled without deciding anything.
+        With ``fresh``, an MCP skill's entry is first fetched again (``skills/get``) and
+        replaces the listed one: a front end that took the person's answer in a later
+        request compares the content they were shown with what the server serves now.
         """
         if isinstance(reference, SkillRecord):
             record = reference
         else:
             record = await self.lookup(reference)
+        if fresh:
+            record = await self._served(record)
         return await self._activator.prepare(record, reuse=reuse)
+
+    async def _served(self, record: SkillRecord) -> SkillRecord:
+        """``record`` as its server serves it now (its entry from ``skills/get``), kept in
+        the registry; a local skill as it is (it is read when it is loaded)."""
+        entry = record.entry
+        if not record.origin.is_mcp or entry is None:
+            return record
+        connection = self._shared.connection(record.origin.label)
+        served = await self._shared.get_skill(connection, entry.uri)
+        if served == entry:
+            return record
+        record = SkillRecord.from_entry(record.origin, served, listed=record.listed)
+        self.registry.put(record)
+        return record
 
     async def load(self, pending: PendingApproval, answer: Answer | None = None) -> Activation:
         """Load the skill ``pending`` (from this session's :meth:`prepare`) is about, once.

@@ -320,10 +320,15 @@ class SyncSkillHost:
         code or once closed."""
         return self._call(functools.partial(self._host.activate, reference))
 
-    def prepare(self, reference: str | SkillRecord, *, reuse: bool = False) -> PendingApproval:
+    def prepare(
+        self, reference: str | SkillRecord, *, reuse: bool = False, fresh: bool = False
+    ) -> PendingApproval:
         """Blocking :meth:`SkillHost.prepare`. Raises what :meth:`lookup` raises,
-        PolicyDenied, and UsageError from async code or once closed."""
-        return self._call(functools.partial(self._host.prepare, reference, reuse=reuse))
+        PolicyDenied, TransportError (``fresh``), and UsageError from async code or once
+        closed."""
+        return self._call(
+            functools.partial(self._host.prepare, reference, reuse=reuse, fresh=fresh)
+        )
 
     def load(self, pending: PendingApproval, answer: Answer | None = None) -> Activation:
         """Blocking :meth:`SkillHost.load`. Raises what it raises (ApprovalDenied;
