@@ -19,6 +19,8 @@ CONFINED = {
     "mcp": {
         "edge/client.py",
         "edge/_transport.py",
+        # Serving stdio from the event loop, its lines held to the same caps.
+        "edge/_stdioserver.py",
         "serve/server.py",
         "gateway/server.py",
         "gateway/_asking.py",

@@ -272,7 +272,7 @@ async def _serve(args: argparse.Namespace, terminal: Terminal) -> None:
             )
             if token is None:  # no --http
                 terminal.note(f"skillward gateway: {count} skills, over stdio")
-                await serve_stdio(served.server)
+                await serve_stdio(served.server, host.limits)
             else:
                 from skillward.gateway._http import serve_http
 

@@ -28,6 +28,7 @@ from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from skillward.core.config import Limits
 from skillward.core.context import catalog_block, error_block
 from skillward.core.errors import (
     AmbiguousName,
@@ -508,9 +509,9 @@ def _audit_denial(session: ClientSession, pending: PendingApproval, reason: str)
     )
 
 
-async def serve_stdio(server: Server[Any]) -> None:
-    """Serve ``server`` on this process's stdin and stdout until the client leaves."""
-    from mcp.server.stdio import stdio_server  # noqa: PLC0415  (stdio only when asked)
+async def serve_stdio(server: Server[Any], limits: Limits) -> None:
+    """Serve ``server`` on this process's stdin and stdout until the client leaves, each
+    line the client writes held to ``limits``' message caps (``edge/_stdioserver.py``)."""
+    from skillward.edge._stdioserver import serve_stdio as serve  # noqa: PLC0415
 
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    await serve(server, limits)

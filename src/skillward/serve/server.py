@@ -332,12 +332,12 @@ def build_skills_server(
     return build_server(catalog, **options)
 
 
-async def serve_stdio(server: Server[Any]) -> None:
-    """Serve ``server`` on this process's stdin and stdout until the client leaves."""
-    from mcp.server.stdio import stdio_server  # noqa: PLC0415  (stdio only when asked)
+async def serve_stdio(server: Server[Any], *, limits: Limits | None = None) -> None:
+    """Serve ``server`` on this process's stdin and stdout until the client leaves, each
+    line the client writes held to ``limits``' message caps (``edge/_stdioserver.py``)."""
+    from skillward.edge._stdioserver import serve_stdio as serve  # noqa: PLC0415
 
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    await serve(server, limits or Limits())
 
 
 @asynccontextmanager
