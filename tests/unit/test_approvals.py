@@ -488,6 +488,40 @@ def test_the_content_hash_changes_with_any_file_or_frontmatter_and_not_otherwise
     assert content_hash(base) != content_hash(_entry_for_hash(size=2))
 
 
+def test_the_content_hash_is_the_one_pins_and_stored_approvals_were_written_with() -> None:
+    """The digest-set hash, spelled out: a pin printed (or an approval stored) before
+    stays the same content's."""
+    import hashlib  # noqa: PLC0415
+    import json  # noqa: PLC0415
+
+    from skillward.trust.approvals import content_hash  # noqa: PLC0415
+
+    def canonical(value: object) -> bytes:
+        return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+
+    def digest(data: bytes) -> str:
+        return "sha256:" + hashlib.sha256(data).hexdigest()
+
+    entry = make_entry(V1)
+    frontmatter = entry.frontmatter.as_dict()
+    files = sorted([item.uri, item.digest, item.size] for item in entry.manifest.values())
+    uri = entry.uri
+    expected = digest(
+        canonical({"files": files, "frontmatter": digest(canonical(frontmatter)), "uri": uri})
+    )
+    assert content_hash(entry) == expected
+    record = record_for(entry, label="acme", identity=HTTP, scope=Scope.REMEMBER, granted_at=1.0)
+    assert record.content_hash == expected
+
+
+def test_an_entrys_digests_are_computed_once_however_often_a_load_asks() -> None:
+    from skillward.trust.approvals import content_hash  # noqa: PLC0415
+
+    entry = make_entry(V1)
+    assert content_hash(entry) is content_hash(entry)
+    assert entry.frontmatter_digests is entry.frontmatter_digests
+
+
 def _entry_for_hash(digest: str = "a", description: str = "d", size: int = 1) -> SkillEntry:
     uri = "skill://acme/x/SKILL.md"
     return parse_entry(

@@ -1,5 +1,7 @@
 """The formats of the wire's single fields: skill names, descriptions and the rest of
 the Agent Skills frontmatter, digests, a JSON value's size; the rule each one breaks.
+And the digests of what an entry lists, which approvals, pins and the audit trail bind
+to (:attr:`skillward.core.wire.SkillEntry.content_hash`).
 
 Shared by the models of :mod:`skillward.core.wire` (which raise), the checks of a raw
 entry or result (which collect every violation), and the server's and local skills'
@@ -8,8 +10,10 @@ lint of a SKILL.md on disk.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from skillward.core.rules import RuleError, Violation
 
@@ -277,3 +281,33 @@ def json_kind(value: object) -> str:
     if isinstance(value, Mapping):
         return "an object"
     return type(value).__name__
+
+
+# --- what content digests bind --------------------------------------------------------------
+
+
+def sha256_digest(data: bytes) -> str:
+    """``sha256:<hex>`` of ``data``, as SEP-2640 writes digests."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def canonical_json(value: object) -> bytes:
+    """``value`` as one canonical JSON text: keys sorted, no spaces, no NaN."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode()
+
+
+def frontmatter_digests(
+    frontmatter: Mapping[str, object],
+) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """The digest of the whole frontmatter, and of each top-level field's value."""
+    fields = tuple(sorted((k, sha256_digest(canonical_json(v))) for k, v in frontmatter.items()))
+    return sha256_digest(canonical_json(dict(frontmatter))), fields
+
+
+def content_digest(uri: str, files: Iterable[tuple[str, str, int]], frontmatter: str) -> str:
+    """One digest for exactly this content: the skill's URI, its (uri, digest, size) set
+    (in URI order, as given), and its frontmatter's digest."""
+    listed = [[item, digest, size] for item, digest, size in files]
+    return sha256_digest(canonical_json({"files": listed, "frontmatter": frontmatter, "uri": uri}))

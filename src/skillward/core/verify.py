@@ -10,10 +10,10 @@ nothing is re-read.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 from dataclasses import dataclass
 
+from skillward.core._fields import sha256_digest
 from skillward.core.config import Limits
 from skillward.core.errors import DigestMismatch, SizeMismatch, UnlistedResource
 from skillward.core.frontmatter import (
@@ -33,11 +33,6 @@ __all__ = [
     "verify_file",
     "verify_skill_md",
 ]
-
-
-def sha256_digest(data: bytes) -> str:
-    """``sha256:<hex>`` of ``data``, as SEP-2640 writes digests."""
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

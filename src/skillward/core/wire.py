@@ -66,6 +66,8 @@ from skillward.core._fields import (
     URI_NAME,
     check_description,
     check_skill_name,
+    content_digest,
+    frontmatter_digests,
 )
 from skillward.core.config import Limits
 from skillward.core.errors import (
@@ -243,6 +245,30 @@ class SkillEntry(WireModel):
         if isinstance(self.resources, str):
             return 0
         return sum(item.size for item in self.resources)
+
+    # What approvals, pins and the audit trail bind to, computed once per entry: a load
+    # asks for them several times (the verdict, the pin, the activation, its audit).
+
+    @cached_property
+    def frontmatter_digests(self) -> tuple[str, tuple[tuple[str, str], ...]]:
+        """The digest of the whole frontmatter, and of each top-level field's value."""
+        return frontmatter_digests(self.frontmatter.as_dict())
+
+    @cached_property
+    def files(self) -> tuple[tuple[str, str, int], ...] | None:
+        """The (uri, digest, size) of every listed file in URI order; None when dynamic."""
+        if isinstance(self.resources, str):
+            return None
+        return tuple(sorted((item.uri, item.digest, item.size) for item in self.resources))
+
+    @cached_property
+    def content_hash(self) -> str | None:
+        """One digest for exactly this content: the sorted (uri, digest, size) set and the
+        frontmatter. What ``skillward pin`` prints, policy pins match, and the audit trail
+        records. None for a dynamic skill, whose content nothing binds."""
+        if self.files is None:
+            return None
+        return content_digest(self.uri, self.files, self.frontmatter_digests[0])
 
 
 def _plain_manifest(

@@ -26,7 +26,6 @@ holds grants is :class:`Granting`; one that is not grants nothing.
 from __future__ import annotations
 
 import enum
-import json
 import logging
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,11 +33,11 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from skillward.core._fields import content_digest, frontmatter_digests
 from skillward.core.config import Limits
 from skillward.core.frontmatter import JsonValue, allowed_tools
 from skillward.core.origins import SkillKey
 from skillward.core.registry import SkillRecord
-from skillward.core.verify import sha256_digest
 from skillward.core.visible import shown_length
 from skillward.core.wire import SkillEntry
 
@@ -353,41 +352,22 @@ class ApprovalRecord(_Frozen):
         return _content_hash(self.uri, self.files, self.frontmatter_digest)
 
 
-def _canonical(value: object) -> bytes:
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode()
-
-
-def frontmatter_digests(
-    frontmatter: Mapping[str, object],
-) -> tuple[str, tuple[tuple[str, str], ...]]:
-    """The digest of the whole frontmatter, and of each top-level field's value."""
-    fields = tuple(sorted((k, sha256_digest(_canonical(v))) for k, v in frontmatter.items()))
-    return sha256_digest(_canonical(dict(frontmatter))), fields
-
-
 def content_hash(entry: SkillEntry) -> str | None:
     """One digest for exactly this content: the sorted (uri, digest, size) set and the
     frontmatter. What ``skillward pin`` prints, policy pins match, and the audit trail
-    records. None for a dynamic skill, whose content nothing binds."""
-    bindings = _bindings(entry)
-    if bindings is None:
-        return None
-    frontmatter, _ = frontmatter_digests(entry.frontmatter.as_dict())
-    return _content_hash(entry.uri, bindings, frontmatter)
+    records. None for a dynamic skill, whose content nothing binds. Computed once per
+    entry (:attr:`SkillEntry.content_hash`)."""
+    return entry.content_hash
 
 
 def _content_hash(uri: str, bindings: Sequence[FileBinding], frontmatter: str) -> str:
-    files = [[b.uri, b.digest, b.size] for b in bindings]
-    return sha256_digest(_canonical({"files": files, "frontmatter": frontmatter, "uri": uri}))
+    return content_digest(uri, ((b.uri, b.digest, b.size) for b in bindings), frontmatter)
 
 
 def _bindings(entry: SkillEntry) -> tuple[FileBinding, ...] | None:
-    if entry.is_dynamic:
+    if entry.files is None:
         return None
-    items = sorted(entry.manifest.values(), key=lambda item: item.uri)
-    return tuple(FileBinding(uri=i.uri, digest=i.digest, size=i.size) for i in items)
+    return tuple(FileBinding(uri=u, digest=d, size=n) for u, d, n in entry.files)
 
 
 def record_for(
@@ -401,7 +381,7 @@ def record_for(
     policy_version: str = "",
 ) -> ApprovalRecord:
     """The record of an approval of ``entry`` as served now by ``label`` at ``identity``."""
-    digest, fields = frontmatter_digests(entry.frontmatter.as_dict())
+    digest, fields = entry.frontmatter_digests
     return ApprovalRecord(
         label=label,
         uri=entry.uri,
@@ -537,7 +517,7 @@ def assess_any(entry: SkillEntry, identity: str, records: Sequence[ApprovalRecor
     never approved. The frontmatter is digested once for them all. Pure."""
     if not records:
         return NeverApproved()
-    _, fields = frontmatter_digests(entry.frontmatter.as_dict())
+    _, fields = entry.frontmatter_digests
     verdicts = [_assess(entry, identity, record, fields) for record in records]
     approved = next((v for v in verdicts if isinstance(v, Approved)), None)
     if approved is not None:
@@ -557,7 +537,7 @@ def _assess(
     if record.files is None and record.scope is not Scope.SESSION:
         return NeverApproved()  # nothing binds its content: it approves nothing
     if fields is None:
-        _, fields = frontmatter_digests(entry.frontmatter.as_dict())
+        _, fields = entry.frontmatter_digests
     change = _difference(entry, identity, record, fields)
     if change:
         return Changed(record, change)
