@@ -11,13 +11,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
+import anyio.to_thread
 import pytest
 
 from skillward.core.origins import SkillKey
 from skillward.trust._keys import OsKeyring
 from skillward.trust._store import FileApprovalStore
-from skillward.trust.approvals import Scope, record_for
-from tests.support.approvals import make_entry
+from skillward.trust.approvals import ActivationRequest, Approved, Scope, record_for
+from skillward.trust.book import ApprovalBook
+from tests.support.approvals import HTTP, SKILL_MD, Scripted, make_entry, make_request
 from tests.support.keys import FileKeys
 from tests.support.previous_store import write_previous_store
 from tests.support.secret_service import BACKEND_NAME, forget, secret_service_or_skip
@@ -151,3 +154,83 @@ def test_a_writer_killed_mid_write_fifty_times_never_leaves_an_unloadable_store(
             worker.stdin.close()
             worker.wait(timeout=60)
     assert seen >= rounds
+
+
+# --- a host deciding from the store it read, while another process writes it -------------
+
+
+REVOKE = """
+import sys
+from pathlib import Path
+from skillward.core.origins import SkillKey
+from tests.support.store_worker import store
+store(Path(sys.argv[1])).revoke(SkillKey("acme", sys.argv[2]), reason="revoked elsewhere")
+"""
+
+
+def _remembered(directory: Path) -> tuple[ApprovalBook, ActivationRequest]:
+    """A book over the store in ``directory``, holding a remembered approval of a skill."""
+    request = make_request(make_entry({"notes.md": b"n\n"}))
+    entry = request.record.entry
+    assert entry is not None
+    record = record_for(entry, label="acme", identity=HTTP, scope=Scope.REMEMBER, granted_at=1.0)
+    store(directory).put(record)
+    return ApprovalBook(Scripted(), store=store(directory)), request
+
+
+def _revoke_in_another_process(directory: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-c", REVOKE, str(directory), SKILL_MD],
+        cwd=REPO,
+        check=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.anyio
+async def test_a_revocation_by_another_process_is_seen_by_the_next_decision(
+    tmp_path: Path,
+) -> None:
+    book, request = _remembered(tmp_path)
+    assert (await book.pending(request)).settled  # the store read, verified and kept
+    await anyio.to_thread.run_sync(_revoke_in_another_process, tmp_path)
+    pending = await book.pending(request)
+    assert not pending.settled
+    assert not isinstance(pending.verdict, Approved)
+
+
+@pytest.mark.anyio
+async def test_an_older_copy_put_back_in_place_after_a_revocation_approves_nothing(
+    tmp_path: Path,
+) -> None:
+    """Written over the store's own inode, its times set back: the change is still seen
+    (ctime), and the copy is checked against the counter, which vouches for the newer."""
+    book, request = _remembered(tmp_path)
+    path = tmp_path / "approvals.json"
+    before = path.read_bytes()
+    times = path.stat()
+    assert (await book.pending(request)).settled
+    await anyio.to_thread.run_sync(_revoke_in_another_process, tmp_path)
+    with path.open("r+b") as file:  # in place: the same inode
+        file.write(before)
+        file.truncate()
+    os.utime(path, ns=(times.st_atime_ns, times.st_mtime_ns))
+    assert not (await book.pending(request)).settled
+
+
+@pytest.mark.anyio
+async def test_a_decision_on_the_store_it_read_waits_for_no_worker_thread(tmp_path: Path) -> None:
+    """While the file is the one it verified (one stat), the verdict comes from the event
+    loop: a host whose worker threads are all busy still decides."""
+    book, request = _remembered(tmp_path)
+    assert (await book.pending(request)).settled
+    limiter = anyio.to_thread.current_default_thread_limiter()
+    borrowers = [object() for _ in range(int(limiter.total_tokens))]
+    for borrower in borrowers:
+        await limiter.acquire_on_behalf_of(borrower)
+    try:
+        with anyio.fail_after(10):
+            assert (await book.pending(request)).settled
+    finally:
+        for borrower in borrowers:
+            limiter.release_on_behalf_of(borrower)

@@ -118,6 +118,8 @@ class Activator:
         self._fetcher = shared.fetcher
         self._window = window
         self._approver = approver
+        # Asked once: a protocol's isinstance costs microseconds a call.
+        self._decider = approver if isinstance(approver, Deciding) else None
         # Prepared in this session and not loaded yet: each is loaded once, here only.
         self._prepared: weakref.WeakSet[PendingApproval] = weakref.WeakSet()
 
@@ -167,8 +169,8 @@ class Activator:
                 "%s:%s is pinned in %s", record.origin.label, record.key.locator, pin.source
             )
             return PendingApproval(request, pin=pin)
-        approver = self._approver
-        if not isinstance(approver, Deciding):
+        approver = self._decider
+        if approver is None:
             return PendingApproval(request, verdict=NeverApproved())
         pending = await approver.pending(request)
         if not isinstance(pending, PendingApproval) or pending.request is not request:
@@ -181,9 +183,9 @@ class Activator:
     async def ask(self, pending: PendingApproval) -> Answer:
         """The approver's answer about ``pending``, which nothing settles (not recorded
         yet: :meth:`load` has the approver record it)."""
-        approver = self._approver
+        approver = self._decider
         try:
-            if isinstance(approver, Deciding):
+            if approver is not None:
                 answer = await approver.ask_about(pending)
                 _check_answer(answer, approver, "ask_about")
             else:
@@ -221,9 +223,9 @@ class Activator:
         approver = self._approver
         if pending.settled:
             answer = pending.held()
-        elif answer is not None and isinstance(approver, Deciding):
-            answer = await approver.settle(pending, answer)
-            _check_answer(answer, approver, "settle")
+        elif answer is not None and (decider := self._decider) is not None:
+            answer = await decider.settle(pending, answer)
+            _check_answer(answer, decider, "settle")
         if answer is None or answer.decision is not Decision.APPROVE:
             logger.info("activation of %s:%s declined", record.origin.label, record.key.locator)
             reason = "not approved" if answer is not None else "not approved: no answer"

@@ -37,7 +37,9 @@ protection continues from there, and no remembered approval is asked again.
   finishes the write from it; a temp file the counter does not vouch for is never
   used, and the next write removes it.
 * A parsed store is kept per process and re-read only when the file changes
-  (inode, size, mtime or ctime), so a lookup costs a ``stat`` and a dict lookup.
+  (inode, size, mtime or ctime), so a lookup costs a ``stat`` and a dict lookup;
+  :meth:`FileApprovalStore.current` answers it without blocking (the book asks it on
+  the event loop, and goes to a worker thread only when the file must be read).
 
 What this defends: files written by tools, the model, skill output or anything
 else that can write the data directory but not read the keyring. What it does
@@ -357,6 +359,18 @@ class FileApprovalStore:
 
     def get(self, key: SkillKey) -> ApprovalRecord | None:
         return self._current().record((key.origin, key.locator))
+
+    def current(self, key: SkillKey) -> tuple[bool, ApprovalRecord | None]:
+        """(True, the record for ``key``) when the store this process read and verified
+        last is still the file on disk, judged by one ``stat`` and nothing else (no lock,
+        no keyring: safe on the event loop); (False, None) when :meth:`get` must read it.
+        A change by another process (a revocation) changes the file, so it is read."""
+        cached = self._cache
+        if not self._checked or cached is None or cached.signature is None:
+            return False, None
+        if self._stat() != cached.signature or self.keys.unavailable() is not None:
+            return False, None
+        return True, cached.record((key.origin, key.locator))
 
     def records(self) -> list[ApprovalRecord]:
         loaded = self._current()

@@ -52,6 +52,7 @@ __all__ = [
     "Approver",
     "Change",
     "Changed",
+    "CurrentStorage",
     "Decision",
     "DenyAll",
     "FileBinding",
@@ -571,6 +572,17 @@ class ApprovalStorage(Protocol):
 
     def reset(self) -> None:
         """Forget every record and start again with a new key."""
+
+
+@runtime_checkable
+class CurrentStorage(Protocol):
+    """An approval store that can tell, without blocking, whether what it read last is
+    still what is stored (``FileApprovalStore``: one ``stat`` of its file): the book then
+    reads a record without a worker thread."""
+
+    def current(self, key: SkillKey) -> tuple[bool, ApprovalRecord | None]:
+        """(True, the record for ``key`` or None) when what the store read last is still
+        the store; (False, None) when it must be read (``get``, which blocks)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,7 @@ from skillward.trust.approvals import (
     Approved,
     Change,
     Changed,
+    CurrentStorage,
     Decision,
     Grants,
     NeverApproved,
@@ -404,6 +405,11 @@ class ApprovalBook:
         store = self.store
         if store is None:
             return None
+        if isinstance(store, CurrentStorage):
+            # What the store verified last, while it is still the file: no worker thread.
+            current, record = store.current(key)
+            if current:
+                return record
         return await anyio.to_thread.run_sync(lambda: store.get(key))
 
     async def question(self, request: ActivationRequest, change: Change | None) -> Question:
