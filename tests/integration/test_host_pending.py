@@ -13,6 +13,7 @@ import pytest
 
 from skillward.core.errors import ApprovalDenied, PolicyDenied, UsageError
 from skillward.edge.servers import InMemoryTransport, ServerSpec
+from skillward.host._activation import HELD_AGAIN
 from skillward.host.skillhost import SkillHost
 from skillward.trust._store import FileApprovalStore
 from skillward.trust.approvals import ActivationRequest, Answer, Decision, Scope
@@ -161,3 +162,25 @@ async def test_a_fresh_pending_approval_is_of_the_content_the_server_serves_now(
     changed = set(now.facts.files) - set(listed.facts.files)
     assert [f.path for f in changed] == ["notes.md"]
     assert after.content_hash == now.content_hash  # the registry holds what was fetched
+
+
+async def test_a_skill_given_again_to_the_context_that_holds_it_is_a_recorded_decision(
+    tmp_path: Path,
+) -> None:
+    """read_skill of a skill this context loaded, its content unchanged, asks nobody and
+    fetches nothing, and the audit trail still records it, bound to the held content."""
+    spec, state = hostile(tmp_path)
+    trail = tmp_path / "audit.jsonl"
+    book, _ = counted(tmp_path, Scripted([yes(Scope.SESSION)]))
+    with anyio.fail_after(WAIT):
+        async with SkillHost(approver=book, audit=AuditTrail(trail)) as host:
+            await host.connect(spec)
+            first = await host.read_skill_block("good")
+            reads = len(state.requests)
+            again = await host.read_skill_block("good")
+            assert len(state.requests) == reads  # served from what was verified
+    assert first.kind == again.kind == "skill"
+    approvals = [e for e in read_events(trail).events if e.event == "approval"]
+    assert [e.reason for e in approvals] == ["approved when asked", HELD_AGAIN]
+    assert approvals[0].content_hash == approvals[1].content_hash is not None
+    assert approvals[1].decision == "approved"

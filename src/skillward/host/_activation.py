@@ -54,9 +54,12 @@ from skillward.trust.approvals import (
 from skillward.trust.pending import Deciding, PendingApproval
 from skillward.trust.policy import refusal
 
-__all__ = ["Activator"]
+__all__ = ["HELD_AGAIN", "Activator"]
 
 logger = logging.getLogger("skillward")
+
+#: What the audit trail says of a skill given again, unchanged, to the context holding it.
+HELD_AGAIN = "loaded again: already loaded in this context, its listed content unchanged"
 
 #: Why DenyAll, the approver of a host given none, refused; and what to give it instead.
 _NO_APPROVER = (
@@ -218,6 +221,15 @@ class Activator:
                     "the skill left this context after it was prepared; prepare it again",
                     server=record.origin.label,
                 )
+            # Given again from what was verified and is held: still a decision, recorded.
+            self._shared.record(
+                "approval",
+                "approved",
+                record,
+                reason=HELD_AGAIN,
+                gate="activation",
+                activation=held,
+            )
             self._window.emit(held.block)
             return held
         approver = self._approver

@@ -391,7 +391,8 @@ class AuditTrail:
             client_unverified=_clean(request.client) if request is not None else None,
             via=_clean(via),
         )
-        logger.info("%s", entry.summary(), extra={"audit": entry})
+        if logger.isEnabledFor(logging.INFO):  # the summary is built only for a handler
+            logger.info("%s", entry.summary(), extra={"audit": entry})
         if self.path is not None:
             self._append(self.path, entry.model_dump_json().encode())
         if self._exporter is not None:
@@ -528,8 +529,13 @@ class AuditTrail:
     def _append(self, path: Path, body: bytes) -> None:
         with self._lock:
             try:
-                path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-                self._write(path, body)
+                try:
+                    self._write(path, body)
+                except FileNotFoundError:  # its directory is made on the first write only
+                    if path.parent.is_dir():
+                        raise
+                    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                    self._write(path, body)
             except OSError as error:
                 self._write_failed(path, error)
 
