@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -55,6 +57,10 @@ CONFINED = {
     # skillward[otel]: audit events as log records over OTLP/HTTP, imported only by the
     # export thread of a trail that exports.
     "opentelemetry": {"trust/_otlp.py"},
+    # skillward[pydantic-ai] and skillward[openai-agents]: one module each, which nothing
+    # in skillward imports (FRAMEWORKS below).
+    "pydantic_ai": {"integrations/pydantic_ai.py"},
+    "agents": {"integrations/openai_agents.py"},
 }
 IO_MODULES = {
     "os",
@@ -182,7 +188,19 @@ def modules_imported(path: Path) -> set[str]:
     return found
 
 
-FOLDERS = ("core", "edge", "trust", "cache", "host", "terminal", "cli", "serve", "gateway", "check")
+FOLDERS = (
+    "core",
+    "edge",
+    "trust",
+    "cache",
+    "host",
+    "terminal",
+    "cli",
+    "serve",
+    "gateway",
+    "check",
+    "integrations",
+)
 #: Which folders each folder's modules may import: the folder table of
 #: docs/architecture.md.
 MAY_IMPORT: dict[str, set[str]] = {
@@ -197,9 +215,11 @@ MAY_IMPORT: dict[str, set[str]] = {
     "serve": {"core", "edge", "serve"},
     "gateway": {"core", "edge", "trust", "cache", "host", "gateway"},
     "check": {"core", "edge", "check"},
+    # The host's public names only (PUBLIC_ONLY), and core's and trust's public modules.
+    "integrations": {"core", "trust", "host", "integrations"},
 }
 #: (importer, imported): only the imported folder's package, not its modules.
-PUBLIC_ONLY = {("terminal", "host")}
+PUBLIC_ONLY = {("terminal", "host"), ("integrations", "host")}
 #: Top-level modules any folder may import: the installed version, a leaf.
 SHARED = {"skillward._version"}
 
@@ -344,3 +364,30 @@ def test_open_flags_some_platforms_lack_are_never_read_directly(path: Path) -> N
         and node.attr in POSIX_FLAGS
     )
     assert not direct, f"{where(path)} reads os.{direct[0]}: use getattr(os, ..., 0)"
+
+
+def test_the_integrations_use_only_the_public_modules_of_other_folders() -> None:
+    for path in MODULES:
+        if not where(path).startswith("integrations/"):
+            continue
+        for name in modules_imported(path):
+            if folder_of(name) == "integrations":
+                continue
+            private = [part for part in name.split(".") if part.startswith("_")]
+            assert not private, f"{where(path)} imports the internal {name}"
+
+
+#: The agent frameworks, each imported by its integration module only.
+FRAMEWORKS = ("pydantic_ai", "agents", "openai")
+
+
+def test_importing_skillward_and_every_public_name_imports_no_agent_framework() -> None:
+    probe = (
+        "import sys, skillward, skillward.host, skillward.integrations\n"
+        "for name in skillward.__all__: getattr(skillward, name)\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {FRAMEWORKS!r}))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "[]"
