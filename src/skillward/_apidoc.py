@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import importlib
 import inspect
 import sys
 import typing
@@ -16,16 +17,24 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["render"]
+__all__ = ["INTEGRATIONS", "render"]
 
 _INTRO = """\
 # API reference
 
 Every name `skillward` exports (`skillward.__all__`), grouped by the module that defines
-it: signatures, fields and what they mean. Generated from the code with
-`python -m skillward._apidoc > docs/api.md`; a test fails when the two disagree. Modules
-whose names start with an underscore are internal; `host.md` shows how the pieces fit.
+it: signatures, fields and what they mean; then the agent framework integrations, each
+module's names (its `__all__`), which need that framework's extra and which `skillward`
+does not export. Generated from the code with `python -m skillward._apidoc > docs/api.md`;
+a test fails when the two disagree. Modules whose names start with an underscore are
+internal; `host.md` shows how the pieces fit.
 """
+
+#: The integrations, each with the extra that installs its framework.
+INTEGRATIONS = {
+    "skillward.integrations.pydantic_ai": "pydantic-ai",
+    "skillward.integrations.openai_agents": "openai-agents",
+}
 
 
 def _summary(obj: object) -> str:
@@ -127,6 +136,11 @@ def render() -> str:
         lines += [f"## `{module}`", ""]
         for name in sorted(by_module[module]):
             lines += _entry(name, getattr(skillward, name))
+    for module, extra in INTEGRATIONS.items():
+        integration = importlib.import_module(module)
+        lines += [f"## `{module}` (`skillward[{extra}]`)", "", _summary(integration), ""]
+        for name in sorted(integration.__all__):
+            lines += _entry(name, getattr(integration, name))
     text = "\n".join(lines)
     while "\n\n\n" in text:
         text = text.replace("\n\n\n", "\n\n")
