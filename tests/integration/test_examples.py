@@ -69,6 +69,46 @@ def test_the_sync_example_answers_two_threads_at_once_in_the_responses_api_shape
     assert lines[-1].startswith("closed:")
 
 
+def test_the_pydantic_ai_example_asks_through_deferred_approvals_and_loads_what_was_approved() -> (
+    None
+):
+    out = run_example("pydantic_ai_agent.py")
+    lines = out.splitlines()
+    assert out.count("the run pauses") == 1  # the loaded skill, asked for again, asks nobody
+    assert "  the run pauses: 2 skills wait for the person" in lines
+    assert "load skill 'examples:pdf-processing' from server 'examples' (4 files" in out
+    assert "content sha256:" in out
+    answers = lines.index("run 2, with the person's answers")
+    assert lines[answers + 1 :] == [
+        "  -> read_skill: a skill block from examples, trust=untrusted",
+        "  -> read_skill: an error block from examples, trust=untrusted: ApprovalDenied",
+        "  model calls read_skill_file({'ref': 'pdf-processing', 'path': 'references/FORMS.md'})",
+        "  -> read_skill_file: a file block from examples, trust=untrusted",
+        "  model calls read_skill({'ref': 'pdf-processing'})",
+        "  -> read_skill: a skill block from examples, trust=untrusted",
+        "the model's answer: done",
+    ]
+
+
+def test_the_openai_agents_example_interrupts_the_run_and_resumes_it_with_the_answers() -> None:
+    out = run_example("openai_agents_agent.py")
+    lines = out.splitlines()
+    assert out.count("the run is interrupted") == 1
+    assert "  the run is interrupted: 2 skills wait for the person" in lines
+    assert "load skill 'examples:git-workflow' from server 'examples' (3 files" in out
+    assert "OPENAI_API_KEY" not in out  # nothing is sent anywhere
+    resumed = lines.index("run 2, resumed from its state with the person's answers")
+    assert lines[resumed + 1 :] == [
+        "  -> a skill block from examples, trust=untrusted",
+        "  -> an error block from examples, trust=untrusted: ApprovalDenied",
+        '  model calls read_skill_file({"ref":"pdf-processing","path":"references/FORMS.md"})',
+        "  -> a file block from examples, trust=untrusted",
+        '  model calls read_skill({"ref":"pdf-processing"})',
+        "  -> a skill block from examples, trust=untrusted",
+        "the model's answer: done",
+    ]
+
+
 def readme_embedding_snippet() -> str:
     """The README's Python code block for host developers, exactly as written."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
