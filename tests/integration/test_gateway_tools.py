@@ -137,6 +137,19 @@ async def test_at_ten_thousand_skills_tools_list_drops_the_enum_and_stays_under_
     assert len(re.findall(r'<skillward:item ref="', text(catalog))) == 10_000
 
 
+async def test_at_ten_thousand_skills_the_instructions_hold_as_many_as_fit_in_their_bound() -> None:
+    with anyio.fail_after(60):
+        async with gateway_over([many_skills(10_000)]) as gateway:
+            said = gateway.server.instructions or ""
+            shown = len(re.findall(r'<skillward:item ref="', said))
+    bound = 16 * 1024
+    assert len(said) <= bound
+    assert f"({10_000 - shown} more skills: call list_skills.)" in said
+    item = re.search(r'<skillward:item ref="[^\n]*\n', said)  # each item is one line
+    assert item is not None
+    assert len(said) + len(item.group()) > bound  # one more would not fit
+
+
 @pytest.mark.parametrize("mode", MODES)
 async def test_below_the_bound_the_enum_is_exactly_the_refs_list_skills_shows(
     served: Served, tmp_path: Path, mode: str

@@ -204,16 +204,36 @@ class Gateway:
             f"files. {DATA}"
         )
         items = self.host.catalog()
-        shown = len(items)
-        while shown >= 0:
-            block = catalog_block(items[:shown], tools=offered)
+
+        def shown(count: int) -> str | None:
+            """The instructions with the first ``count`` skills, if they fit."""
+            block = catalog_block(items[:count], tools=offered)
             text = with_notes(block, self.notes).text()
-            more = len(items) - shown
+            more = len(items) - count
             tail = f"\n({more} more skills: call {offered.list_skills}.)" if more else ""
-            if len(head) + len(text) + len(tail) + 2 <= _MAX_INSTRUCTIONS or shown == 0:
+            if len(head) + len(text) + len(tail) + 2 <= _MAX_INSTRUCTIONS or count == 0:
                 return f"{head}\n\n{text}{tail}"
-            shown = max(0, shown - max(1, shown // 4))
-        return head  # pragma: no cover - the loop returns at shown == 0
+            return None
+
+        # The most skills that fit, found rendering a few times the bound, never the whole
+        # catalog (10,000 skills): doubling until they do not fit, then halving the gap.
+        fits, best = 0, shown(0)
+        assert best is not None
+        over = min(len(items), 64)
+        while over > fits:
+            text = shown(over)
+            if text is None:
+                break
+            fits, best = over, text
+            over = min(len(items), over * 2)
+        while over - fits > 1:
+            middle = (fits + over) // 2
+            text = shown(middle)
+            if text is None:
+                over = middle
+            else:
+                fits, best = middle, text
+        return best
 
     async def catalog_changed(self) -> bool:
         """After servers came, went or changed: update the instructions and the tools, and
