@@ -5,6 +5,7 @@ protocol eras, with each line the client writes held to the message caps."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -137,3 +138,11 @@ async def test_stdin_and_stdout_that_are_files_are_served(tmp_path: Path) -> Non
     lines = [json.loads(line) for line in answers.read_bytes().splitlines()]
     assert [line["id"] for line in lines] == [1, 2]
     assert [tool["name"] for tool in lines[1]["result"]["tools"]] == ["big", "stray"]
+
+
+async def test_a_server_whose_stdin_is_the_null_device_ends_at_once() -> None:
+    """What the event loop cannot watch (the null device, a terminal) is read in a worker
+    thread: the end of input is seen, and the server exits."""
+    with anyio.fail_after(WAIT):
+        done = await anyio.run_process(argv(), stdin=subprocess.DEVNULL)
+    assert done.stdout == b""

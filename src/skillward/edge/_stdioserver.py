@@ -10,8 +10,9 @@ line the client writes is held to the same caps as a server's at the client edge
 
 While it serves, fd 0 reads the null device and fd 1 writes to stderr, as with the SDK's:
 whatever else in the process prints, or a child inherits, misses the wire. Both are put
-back, with their blocking mode, when it ends. Where stdin or stdout is not a pipe, a
-socket or a terminal (a regular file), that side is read or written in a worker thread.
+back, with their blocking mode, when it ends. Where stdin or stdout is not a pipe or a
+socket (a regular file, a terminal, the null device), that side is read or written in a
+worker thread, as the SDK's did.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import asyncio
 import functools
 import logging
 import os
+import stat
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
 from typing import Any, Self
@@ -60,12 +62,22 @@ def _claimed(fd: int, divert: int) -> Iterator[int]:
         os.close(private)
 
 
-async def _loop_reader(fd: int) -> tuple[asyncio.StreamReader, asyncio.BaseTransport] | None:
-    """``fd`` read by the event loop; None where it cannot be (a regular file, or not
-    asyncio's loop)."""
+def _polled(fd: int) -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop, where ``fd`` is a pipe or a socket it can watch; None for
+    anything else (a regular file, a terminal, the null device, which epoll refuses)."""
+    mode = os.fstat(fd).st_mode
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return None
     try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
+        return asyncio.get_running_loop()
+    except RuntimeError:  # not asyncio's loop
+        return None
+
+
+async def _loop_reader(fd: int) -> tuple[asyncio.StreamReader, asyncio.BaseTransport] | None:
+    """``fd`` read by the event loop; None where it is not (:func:`_polled`)."""
+    loop = _polled(fd)
+    if loop is None:
         return None
     reader = asyncio.StreamReader(limit=_CHUNK, loop=loop)
     pipe = os.fdopen(os.dup(fd), "rb", buffering=0)  # closing it leaves ``fd`` open
@@ -73,9 +85,9 @@ async def _loop_reader(fd: int) -> tuple[asyncio.StreamReader, asyncio.BaseTrans
         transport, _ = await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe
         )
-    except ValueError:  # not a pipe, a socket or a terminal
+    except BaseException:
         pipe.close()
-        return None
+        raise
     return reader, transport
 
 
@@ -92,7 +104,7 @@ async def _from_thread(fd: int) -> AsyncIterator[bytes]:
 
 class _Writer:
     """The SDK's write stream over ``fd``: each message one line, written from the event
-    loop (a worker thread where ``fd`` is a regular file)."""
+    loop (a worker thread where ``fd`` is not a pipe or a socket)."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
@@ -100,18 +112,17 @@ class _Writer:
         self._closed = False
 
     async def open(self) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return  # not asyncio's loop: written in a worker thread
+        loop = _polled(self._fd)
+        if loop is None:
+            return  # written in a worker thread
         pipe = os.fdopen(os.dup(self._fd), "wb", buffering=0)  # closing it leaves ``fd`` open
         try:
             transport, protocol = await loop.connect_write_pipe(
                 asyncio.streams.FlowControlMixin, pipe
             )
-        except ValueError:  # not a pipe, a socket or a terminal: written in a worker thread
+        except BaseException:
             pipe.close()
-            return
+            raise
         # Each send waits until the pipe took all of it, as a flush would: nothing is
         # left in a buffer when the process ends.
         transport.set_write_buffer_limits(high=0)
