@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pytest
 
 from skillward.cli.demonstrating import DEMO_TAMPERED_URI
 from skillward.serve.catalog import example_skills_dir
+from tests.support.barrier_server import argv as barrier_argv
 from tests.support.trees import build_tree, skill_md, write
 
 TIMEOUT = 60
@@ -508,3 +510,30 @@ def test_help_documents_the_exit_codes(tmp_path: Path) -> None:
     assert result.returncode == 0
     for code in ("3 approval", "4 verification", "5 policy", "6 server"):
         assert code in result.stdout
+
+
+def test_servers_connect_at_once_and_one_that_fails_leaves_the_others(tmp_path: Path) -> None:
+    """Three servers that each serve only once all three have started (one after another,
+    the first would wait for the others past its deadline), and one that fails to start:
+    the three are listed, in label order, and the failure is reported."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    examples = example_skills_dir()
+    options = []
+    for label in ("charlie", "alpha", "bravo"):
+        command = shlex.join(barrier_argv(marks, 3, examples))
+        options += ["--server", f"{label}={command}"]
+    options += ["--server", f"broken={sys.executable} -c 'raise SystemExit(3)'"]
+    result = run("list", "--json", "--no-local", "--timeout", "20", *options, home=tmp_path)
+    listed = json.loads(result.stdout)
+    refs = [skill["qualified"] for skill in listed["skills"] if skill["name"] == "refunds"]
+    assert refs == ["alpha:refunds", "bravo:refunds", "charlie:refunds"]
+    states = {server["label"]: server["state"] for server in listed["servers"]}
+    assert states == {
+        "charlie": "connected",
+        "alpha": "connected",
+        "bravo": "connected",
+        "broken": "failed",
+    }
+    assert [server["label"] for server in listed["servers"]][:3] == ["charlie", "alpha", "bravo"]
+    assert result.returncode != 0

@@ -338,19 +338,40 @@ async def _with_host(
     return result or status
 
 
+#: Servers connecting at once: start-up takes about the slowest one's time, not the sum.
+CONNECTING_AT_ONCE = 8
+
+
 async def _connect(
     host: SkillHost, specs: Sequence[ServerSpec], terminal: Terminal, logs: ServerLogs
 ) -> Failures:
-    """Connect each server; one that fails is reported and kept, and the rest go on."""
+    """Connect the servers, several at once (in the order given, which the host keeps);
+    one that fails is reported and kept, and the rest go on. Failures are reported once
+    all are done, in the order given."""
+    errors: dict[str, Exception] = {}
+    limiter = anyio.CapacityLimiter(CONNECTING_AT_ONCE)
+
+    async def connect(spec: ServerSpec) -> None:
+        async with limiter:  # waiters go in the order they came
+            try:
+                await host.connect(spec)
+            except Exception as error:  # each its own; one that is a bug is raised below
+                errors[spec.label] = error
+
+    async with anyio.create_task_group() as group:
+        for spec in specs:
+            group.start_soon(connect, spec)
     failed: Failures = {}
     for spec in specs:
-        try:
-            await host.connect(spec)
-        except SkillwardError as error:
-            terminal.error(error)
-            failed[spec.label] = (spec, error)
-            if isinstance(error, TransportError | OriginError):
-                logs.show(spec.label)  # it did not start, died, or spoke nonsense
+        error = errors.get(spec.label)
+        if error is None:
+            continue
+        if not isinstance(error, SkillwardError):
+            raise error
+        terminal.error(error)
+        failed[spec.label] = (spec, error)
+        if isinstance(error, TransportError | OriginError):
+            logs.show(spec.label)  # it did not start, died, or spoke nonsense
     return failed
 
 
