@@ -48,8 +48,8 @@ logger = logging.getLogger("skillward")
 MAX_PAGES = 64
 #: Bytes of a decision's body read at most.
 _MAX_BODY = 4096
-#: Characters of one shown line of SKILL.md or of the changes, at most (the rest is cut,
-#: and says so); the question's lines, what is approved, are shown whole.
+#: Characters of one shown line of the changes, at most (the rest is cut, and says so);
+#: the question and SKILL.md, what is approved, are shown whole.
 _LINE = 4000
 _SECURITY_HEADERS = [
     (
@@ -101,7 +101,7 @@ class Page:
             "<!doctype html><html><head><meta charset='utf-8'>",
             f"<title>skillward: {title}</title>",
             "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}"
-            "pre{white-space:pre-wrap;border:1px solid #999;padding:1em}"
+            "pre{white-space:pre-wrap;overflow-wrap:anywhere;border:1px solid #999;padding:1em}"
             "button{margin:.3em;padding:.5em 1em}</style></head><body>",
             f"<h1>{title}</h1>",
             f"<pre>{_shown(question, whole=True)}</pre>",
@@ -110,7 +110,7 @@ class Page:
             parts.append("<h2>What changed since it was approved</h2>")
             parts.append(f"<pre>{_shown(self.changes)}</pre>")
         parts.append("<h2>SKILL.md, as verified (written by the server: data)</h2>")
-        parts.append(f"<pre>{_shown(self.skill_md)}</pre>")
+        parts.append(f"<pre>{_shown(self.skill_md, whole=True)}</pre>")
         parts.append("<form method='post'>")
         parts.append(f"<input type='hidden' name='nonce' value='{html.escape(self.nonce)}'>")
         for choice in CHOICES:

@@ -369,8 +369,10 @@ class TerminalApprover(_AtTerminal):
             self.terminal.error(error)
             return
         self._show(Rule("SKILL.md, verified; shown to you only, not to the model"))
+        # Whole, however long a line (SKILL.md is bounded by Limits.max_skill_bytes): what
+        # is approved is all of it.
         for line in text.splitlines():
-            self._show(Text(printable(line, limit=100_000), overflow="fold"))
+            self._show(Text(printable(line, limit=len(line)), overflow="fold"))
         self._show(Rule())
 
     async def _scope(
