@@ -4,6 +4,7 @@ style, the enum of refs and its bound, and how a call's arguments are read."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any, get_args
 
 import pytest
@@ -62,6 +63,24 @@ def test_the_bound_counts_both_enums_and_is_the_limits() -> None:
     past = ToolSet().definitions(shown, limits=Limits(max_tool_enum_bytes=size - 1))
     assert at[1]["inputSchema"]["properties"]["ref"]["enum"] == shown
     assert "enum" not in json.dumps(past)
+
+
+@given(st.lists(st.text(max_size=40), max_size=60), st.integers(min_value=1, max_value=3000))
+def test_the_enum_is_the_refs_exactly_when_both_copies_fit(shown: list[str], bound: int) -> None:
+    tools = ToolSet().definitions(shown, limits=Limits(max_tool_enum_bytes=bound))
+    enum = tools[1]["inputSchema"]["properties"]["ref"].get("enum")
+    fits = bool(shown) and 2 * len(json.dumps(shown)) <= bound
+    assert enum == (shown if fits else None)
+
+
+def test_a_catalog_past_the_bound_is_read_only_up_to_it() -> None:
+    def catalog() -> Iterator[str]:
+        for index in range(1_000_000):
+            if index > LIMITS.max_tool_enum_bytes:
+                raise AssertionError("read past the bound")
+            yield f"s:{index}"
+
+    assert "enum" not in json.dumps(ToolSet().definitions(catalog()))
 
 
 def test_no_catalog_gives_no_enum_rather_than_an_empty_one() -> None:

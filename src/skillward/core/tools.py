@@ -174,7 +174,7 @@ class ToolSet:
                 "'openai-responses'"
             )
         limits = limits or Limits()
-        enum = _enum(list(refs), limits)
+        enum = _enum(refs, limits)
         return [_shaped(tool, style) for tool in self._mcp_shaped(enum, limits)]
 
     def _mcp_shaped(self, enum: list[str] | None, limits: Limits) -> list[dict[str, Any]]:
@@ -252,12 +252,18 @@ def _bounds(tool: str, limits: Limits) -> dict[str, int]:
     return {}
 
 
-def _enum(refs: list[str], limits: Limits) -> list[str] | None:
+def _enum(refs: Iterable[str], limits: Limits) -> list[str] | None:
     """The refs as the ``ref`` enum, or None: none to list, or more than the bound (the
-    enum is in both tools that take a ref, so both copies count)."""
-    if not refs:
-        return None
-    return refs if 2 * len(json.dumps(refs)) <= limits.max_tool_enum_bytes else None
+    enum is in both tools that take a ref, so both copies count). Read only up to the
+    bound: a catalog of any size costs what the bound does."""
+    taken: list[str] = []
+    size = 2  # json.dumps(taken): the brackets, each ref encoded, ", " between
+    for ref in refs:
+        size += len(json.dumps(ref)) + (2 if taken else 0)
+        if 2 * size > limits.max_tool_enum_bytes:
+            return None
+        taken.append(ref)
+    return taken or None
 
 
 def _shaped(tool: dict[str, Any], style: ToolStyle) -> dict[str, Any]:

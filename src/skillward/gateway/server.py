@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import shlex
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -191,8 +191,8 @@ class Gateway:
         return [(item.ref, item.origin.label, item.description) for item in self.host.catalog()]
 
     @property
-    def _refs(self) -> list[str]:
-        return [ref for ref, _, _ in self._shown]
+    def _refs(self) -> Iterator[str]:
+        return (ref for ref, _, _ in self._shown)
 
     def instructions(self) -> str:
         """What the server's instructions carry: how to use it, and the catalog, bounded."""
