@@ -4,12 +4,40 @@ Every result line ends with its goal and whether it holds, so a reader sees at a
 which goals hold::
 
     verified cold load: 812 ms; bare mcp.Client: 760 ms; ratio 1.07x (goal <= 1.15x: holds)
+
+Importing this module makes the bench a user of its own: HOME and the XDG directories
+point into a temporary directory, removed at exit, so that a bench never writes the
+real user's server logs, audit trail, cache or approvals (nor reads their policy).
 """
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
+
+
+def _private_home() -> None:
+    home = tempfile.mkdtemp(prefix="skillward-bench-")
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
+    runtime = os.path.join(home, "run")
+    os.mkdir(runtime, 0o700)
+    os.environ.update(
+        {
+            "HOME": home,
+            "XDG_CONFIG_HOME": os.path.join(home, "config"),
+            "XDG_DATA_HOME": os.path.join(home, "data"),
+            "XDG_STATE_HOME": os.path.join(home, "state"),
+            "XDG_CACHE_HOME": os.path.join(home, "cache"),
+            "XDG_RUNTIME_DIR": runtime,
+        }
+    )
+
+
+_private_home()
 
 
 def best_of(fn: Callable[[], object], *, repeat: int = 5) -> float:

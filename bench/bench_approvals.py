@@ -30,6 +30,7 @@ GOAL = 1.5
 #: Not a goal of the issue: a guard that loading stays within a few json.loads of the file.
 LOAD_GUARD = 3.0
 CHECKS = 1000
+GENERATION = 1
 
 
 class Keys:
@@ -39,7 +40,7 @@ class Keys:
 
     def __init__(self) -> None:
         self.secret = secrets.token_bytes(32)
-        self.counter = 1
+        self.stored: str | None = None
 
     def unavailable(self) -> str | None:
         return None
@@ -50,11 +51,11 @@ class Keys:
     def rotate(self) -> bytes:
         return self.secret
 
-    def generation(self) -> int:
-        return self.counter
+    def counter(self) -> str | None:
+        return self.stored
 
-    def set_generation(self, value: int) -> None:
-        self.counter = value
+    def set_counter(self, value: str) -> None:
+        self.stored = value
 
 
 def entry(index: int) -> SkillEntry:
@@ -73,6 +74,7 @@ def entry(index: int) -> SkillEntry:
 
 
 def build(directory: Path, count: int, keys: Keys) -> tuple[Path, list[SkillEntry]]:
+    """The store file of ``count`` approvals, vouched for by ``keys`` (one store's keys)."""
     path = directory / f"approvals-{count}.json"
     entries = [entry(i) for i in range(count)]
     lines = {}
@@ -81,7 +83,10 @@ def build(directory: Path, count: int, keys: Keys) -> tuple[Path, list[SkillEntr
             item, label="acme", identity=IDENTITY, scope=Scope.REMEMBER, granted_at=1.0
         )
         lines["acme", item.uri] = record_line(record)
-    path.write_bytes(encode(lines, keys.counter, keys.secret))
+    data = encode(lines, GENERATION, keys.secret)
+    path.write_bytes(data)
+    # The counter vouches for this copy: its generation and its code line, as a write sets it.
+    keys.set_counter(f"{GENERATION} {data[:64].decode('ascii')}")
     return path, entries
 
 
@@ -93,12 +98,12 @@ def checks(store: FileApprovalStore, probes: list[SkillEntry]) -> None:
 
 
 def main() -> None:
-    keys = Keys()
+    keys, large_keys = Keys(), Keys()
     with tempfile.TemporaryDirectory() as scratch:
         small_path, small = build(Path(scratch), 10, keys)
-        large_path, large = build(Path(scratch), 10_000, keys)
+        large_path, large = build(Path(scratch), 10_000, large_keys)
         small_store = FileApprovalStore(small_path, keys=keys)
-        large_store = FileApprovalStore(large_path, keys=keys)
+        large_store = FileApprovalStore(large_path, keys=large_keys)
         probes_small, probes_large = small[:10], large[::1000]
         checks(small_store, probes_small)  # load once, as a host does on its first check
         checks(large_store, probes_large)
@@ -110,7 +115,7 @@ def main() -> None:
         body = large_path.read_bytes().partition(b"\n")[2]
 
         def load() -> None:
-            fresh = FileApprovalStore(large_path, keys=keys)
+            fresh = FileApprovalStore(large_path, keys=large_keys)
             assert fresh.get(SkillKey("acme", large[0].uri)) is not None
 
         print(f"loading a store of 10,000 records ({len(body) / 1e6:.1f} MB)")

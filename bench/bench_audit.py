@@ -150,7 +150,7 @@ def main() -> None:
         keys = Keys()
         record_all(AuditTrail(path, keys=keys))
         started = time.perf_counter()
-        verdict = verify_trail(path, keys=keys)  # type: ignore[arg-type]
+        verdict = verify_trail(path, keys=keys)
         seconds = time.perf_counter() - started
         assert verdict.intact, verdict.broken
         report_bound(f"verifying {EVENTS:,} events", seconds * 1000, "ms", goal=1000)

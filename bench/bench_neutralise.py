@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -55,12 +56,12 @@ def main() -> None:
         data = utf8_prefix(raw)
         block = file_block(origin=ORIGIN, uri="skill://b/f", digest=None, data=data, verified=False)
         took = best_of(
-            lambda data=data: file_block(
-                origin=ORIGIN, uri="skill://b/f", digest=None, data=data, verified=False
+            partial(
+                file_block, origin=ORIGIN, uri="skill://b/f", digest=None, data=data, verified=False
             ),
             repeat=3,
         )
-        hashing = best_of(lambda data=data: hashlib.sha256(data).digest(), repeat=3)
+        hashing = best_of(partial(hashlib.sha256, data), repeat=3)
         shown = f"{block.encoding}, {took / hashing:.1f}x sha256"
         report_bound(f"{name} ({shown}): time", took * 1000, "ms", goal=1000)
         growth = len(block.content.encode("utf-8", "surrogatepass")) / len(data)
