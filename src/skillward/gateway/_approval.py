@@ -10,6 +10,7 @@ unexpired and not used before.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 from skillward.core.errors import printable
@@ -168,23 +169,8 @@ def _rest(facts: ApprovalFacts) -> list[str]:
 
 def _changed(facts: ApprovalFacts) -> list[str]:
     """What changed since the last approval, a line for each file or field."""
-    change = facts.change
-    assert change is not None
-    lines = ["What changed since it was approved:"]
-    lines.extend(f"  {sign} {visible(path)} ({what})" for sign, path, what in facts.changed_files)
-    if change.frontmatter:
-        fields = ", ".join(visible(name) for name in change.frontmatter)
-        lines.append(f"  frontmatter fields changed: {fields}")
-    if change.server:
-        before, after = change.server
-        lines.append(
-            f"  the label now reaches another server: was {visible(before)}, now {visible(after)}"
-        )
-    if change.dynamic is not None:
-        lines.append("  now dynamic" if change.dynamic else "  no longer dynamic")
-    if change.revoked:
-        lines.append(f"  the approval was revoked: {printable(change.revoked, limit=500)}")
-    return lines
+    said = functools.partial(printable, limit=500)
+    return ["What changed since it was approved:", *facts.change_lines(visible, said)]
 
 
 def _said(value: str, limit: int) -> str:

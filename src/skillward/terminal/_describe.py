@@ -5,6 +5,8 @@ the skills it is nested in, and what it asks for that approving it does not gran
 
 from __future__ import annotations
 
+import functools
+
 from rich.console import Group, RenderableType
 from rich.markup import escape
 from rich.table import Table
@@ -82,22 +84,10 @@ def describe_facts(facts: ApprovalFacts) -> Group:
 
 
 def _change(facts: ApprovalFacts) -> RenderableType:
-    change = facts.change
-    assert change is not None
-    lines = ["[bold yellow]Changed since it was approved:[/bold yellow]"]
-    lines.extend(f"  {sign} {exact(path)} ({what})" for sign, path, what in facts.changed_files)
-    if change.frontmatter:
-        shown = ", ".join(exact(name) for name in change.frontmatter)
-        lines.append(f"  frontmatter fields changed: {shown}")
-    if change.server:
-        before, after = change.server
-        lines.append(
-            f"  the label now reaches another server: was {exact(before)}, now {exact(after)}"
-        )
-    if change.dynamic is not None:
-        lines.append("  now dynamic" if change.dynamic else "  no longer dynamic")
-    if change.revoked:
-        lines.append(f"  the approval was revoked: {safe(change.revoked, 500)}")
+    lines = [
+        "[bold yellow]Changed since it was approved:[/bold yellow]",
+        *facts.change_lines(exact, functools.partial(safe, limit=500)),
+    ]
     return Text.from_markup("\n".join(lines), overflow="fold", emoji=False)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
@@ -167,6 +168,29 @@ class ApprovalFacts(_Facts):
             )
             for uri in uris
         ]
+
+    def change_lines(self, shown: Callable[[str], str], said: Callable[[str], str]) -> list[str]:
+        """What changed since the last approval, a line each, for every presenter alike:
+        ``shown`` renders a value the person approves (a path, a field name, a server),
+        ``said`` a reason given by skillward or the server (the revocation's)."""
+        change = self.change
+        if change is None:
+            return []
+        lines = [f"  {sign} {shown(path)} ({what})" for sign, path, what in self.changed_files]
+        if change.frontmatter:
+            lines.append(
+                f"  frontmatter fields changed: {', '.join(shown(n) for n in change.frontmatter)}"
+            )
+        if change.server:
+            before, after = change.server
+            lines.append(
+                f"  the label now reaches another server: was {shown(before)}, now {shown(after)}"
+            )
+        if change.dynamic is not None:
+            lines.append("  now dynamic" if change.dynamic else "  no longer dynamic")
+        if change.revoked:
+            lines.append(f"  the approval was revoked: {said(change.revoked)}")
+        return lines
 
     def to_json(self) -> dict[str, Any]:
         """The facts as JSON (``json.dumps`` takes them), for a web page, a socket or a
