@@ -40,6 +40,32 @@ def _private_home() -> None:
 _private_home()
 
 
+class MemoryKeys:
+    """A key provider (``trust/_store.KeyProvider``) in memory: a bench measures the store
+    or the trail, not the keyring's D-Bus round trips (paid once per process)."""
+
+    description = "keys in memory"
+
+    def __init__(self) -> None:
+        self.secret = os.urandom(32)
+        self.stored: str | None = None
+
+    def unavailable(self) -> str | None:
+        return None
+
+    def key(self, *, create: bool, fresh: bool = False) -> bytes | None:
+        return self.secret
+
+    def rotate(self) -> bytes:
+        return self.secret
+
+    def counter(self) -> str | None:
+        return self.stored
+
+    def set_counter(self, value: str) -> None:
+        self.stored = value
+
+
 def best_of(fn: Callable[[], object], *, repeat: int = 5) -> float:
     """The fastest of ``repeat`` runs of ``fn``, in seconds."""
     best = float("inf")

@@ -12,14 +12,13 @@ Run: .venv/bin/python bench/bench_approvals.py
 from __future__ import annotations
 
 import json
-import secrets
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _timing import best_of, report
+from _timing import MemoryKeys, best_of, report
 from skillward.core.origins import SkillKey
 from skillward.core.wire import SkillEntry, parse_entry
 from skillward.trust._store import FileApprovalStore, encode, record_line
@@ -31,31 +30,6 @@ GOAL = 1.5
 LOAD_GUARD = 3.0
 CHECKS = 1000
 GENERATION = 1
-
-
-class Keys:
-    """The store's key provider, in memory (the OS keyring's cost is once per process)."""
-
-    description = "in-memory keys"
-
-    def __init__(self) -> None:
-        self.secret = secrets.token_bytes(32)
-        self.stored: str | None = None
-
-    def unavailable(self) -> str | None:
-        return None
-
-    def key(self, *, create: bool, fresh: bool = False) -> bytes | None:
-        return self.secret
-
-    def rotate(self) -> bytes:
-        return self.secret
-
-    def counter(self) -> str | None:
-        return self.stored
-
-    def set_counter(self, value: str) -> None:
-        self.stored = value
 
 
 def entry(index: int) -> SkillEntry:
@@ -73,7 +47,7 @@ def entry(index: int) -> SkillEntry:
     )
 
 
-def build(directory: Path, count: int, keys: Keys) -> tuple[Path, list[SkillEntry]]:
+def build(directory: Path, count: int, keys: MemoryKeys) -> tuple[Path, list[SkillEntry]]:
     """The store file of ``count`` approvals, vouched for by ``keys`` (one store's keys)."""
     path = directory / f"approvals-{count}.json"
     entries = [entry(i) for i in range(count)]
@@ -98,7 +72,7 @@ def checks(store: FileApprovalStore, probes: list[SkillEntry]) -> None:
 
 
 def main() -> None:
-    keys, large_keys = Keys(), Keys()
+    keys, large_keys = MemoryKeys(), MemoryKeys()
     with tempfile.TemporaryDirectory() as scratch:
         small_path, small = build(Path(scratch), 10, keys)
         large_path, large = build(Path(scratch), 10_000, large_keys)

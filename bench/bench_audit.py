@@ -22,36 +22,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _timing import report, report_bound
+from _timing import MemoryKeys, report, report_bound
 from skillward.trust._keyfile import FileKeyring
 from skillward.trust.audit import AuditTrail, _is_current, _lock, _open_for_append, verify_trail
 
 EVENTS = 10_000
 GOAL = 1.5
 REPEAT = 3
-
-
-class Keys:
-    """The trail's key and counter in memory."""
-
-    def __init__(self) -> None:
-        self.secret = os.urandom(32)
-        self.value: str | None = None
-
-    def unavailable(self) -> str | None:
-        return None
-
-    def key(self, *, create: bool, fresh: bool = False) -> bytes | None:
-        return self.secret
-
-    def rotate(self) -> bytes:
-        return self.secret
-
-    def counter(self) -> str | None:
-        return self.value
-
-    def set_counter(self, value: str) -> None:
-        self.value = value
 
 
 class PlainTrail(AuditTrail):
@@ -115,10 +92,10 @@ def main() -> None:
             return AuditTrail(path, keys=keys)
 
         def chained_memory(path: Path) -> AuditTrail:
-            return AuditTrail(path, keys=Keys())
+            return AuditTrail(path, keys=MemoryKeys())
 
         def plain(path: Path) -> AuditTrail:
-            return PlainTrail(path, keys=Keys())
+            return PlainTrail(path, keys=MemoryKeys())
 
         best = {"file": float("inf"), "memory": float("inf"), "plain": float("inf")}
         makers = {"file": chained_file, "memory": chained_memory, "plain": plain}
@@ -147,7 +124,7 @@ def main() -> None:
             goal=GOAL,
         )
         path = root / "verify" / "audit.jsonl"
-        keys = Keys()
+        keys = MemoryKeys()
         record_all(AuditTrail(path, keys=keys))
         started = time.perf_counter()
         verdict = verify_trail(path, keys=keys)
