@@ -1029,7 +1029,7 @@ _GLOB_TEXT = st.text(alphabet="ab/*?", max_size=10)
 def test_glob_matching_agrees_with_an_exhaustive_search(pattern: str, name: str) -> None:
     assert glob(pattern, name) == reference_segment(pattern, name)
     expected = reference_skill(pattern.split("/"), name.split("/"))
-    assert _skill_matches(pattern, [name]) == expected
+    assert _skill_matches(pattern, (name,)) == expected
 
 
 @pytest.mark.threat("T40")
@@ -1042,10 +1042,33 @@ def test_a_deny_rule_matches_without_regard_to_case(dirs: PolicyDirs) -> None:
     refused_skill(policy, root="skill://acme/Experimental/new")
 
 
+@pytest.mark.threat("T40")
+def test_a_skill_judged_once_does_not_answer_for_another_skill_or_its_case_variant(
+    dirs: PolicyDirs,
+) -> None:
+    # Answers are kept by pattern and name: a skill moved under a denied path, or listed
+    # with another case, between two loads is judged by what it is now.
+    dirs.admin(
+        'version = 1\n[skills]\nallow = ["skill://acme/**"]\ndeny = ["skill://*/experimental/**"]\n'
+    )
+    policy = dirs.load()
+    policy.check_activation(make_request(make_entry(root="skill://acme/tools")))
+    policy.check_activation(make_request(make_entry(root="skill://acme/tools")))
+    refused_skill(policy, root="skill://acme/experimental/tools")
+    refused_skill(policy, root="skill://acme/EXPERIMENTAL/tools")
+    refused_skill(policy, root="skill://other/tools")
+    policy.check_activation(make_request(make_entry(root="skill://acme/tools")))
+    # Another policy's patterns answer for themselves; an allow entry matches with case.
+    dirs.admin('version = 1\n[skills]\nallow = ["skill://acme/Tools/**"]\n')
+    stricter = dirs.load()
+    stricter.check_activation(make_request(make_entry(root="skill://acme/Tools/x")))
+    refused_skill(stricter, root="skill://acme/tools/x")
+
+
 def test_a_hostile_name_against_many_stars_is_matched_without_backtracking() -> None:
     # A backtracking matcher takes exponential time here; this one takes a few thousand steps.
     name = "skill://" + "a/" * 1000 + "SKILL.md"
-    assert not _skill_matches("skill://**/a*a*a*a*a*a*b/**/**/**/x", [name])
+    assert not _skill_matches("skill://**/a*a*a*a*a*a*b/**/**/**/x", (name,))
     assert not glob("*a*a*a*a*a*a*a*a*a*b", "a" * 2000)
 
 

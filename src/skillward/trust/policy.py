@@ -33,6 +33,7 @@ without asking. The host treats any other answer as ``"never"``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -220,12 +221,16 @@ def _segment(pattern: str, segment: str) -> bool:
     return glob(pattern, segment)
 
 
-def _skill_matches(pattern: str, names: Sequence[str], *, fold: bool = False) -> bool:
+@functools.lru_cache(maxsize=512)
+def _skill_matches(pattern: str, names: tuple[str, ...], *, fold: bool = False) -> bool:
     """``*`` within one path segment, ``**`` as a segment across segments. ``fold``: without
     regard to case (deny rules, so a case variant does not slip by). Server patterns are
-    typed, and match in ``trust/_patterns.py``."""
+    typed, and match in ``trust/_patterns.py``.
+
+    Kept by its arguments (strings, so nothing it answers for can change under it): each
+    load asks the same of the same policy and skill."""
     if fold:
-        pattern, names = pattern.casefold(), [name.casefold() for name in names]
+        pattern, names = pattern.casefold(), tuple(name.casefold() for name in names)
     parts = pattern.split("/")
     return any(wild(parts, name.split("/"), "**", _segment) for name in names)
 
@@ -317,7 +322,7 @@ def _merge(layers: Sequence[PolicyLayer]) -> _Merged:
     def covers(table: str) -> Callable[[str, str], bool]:
         if table == "servers":
             return lambda held, entry: patterns[held].covers(patterns[entry])
-        return lambda held, entry: _skill_matches(held, [entry])
+        return lambda held, entry: _skill_matches(held, (entry,))
 
     def text(value: object) -> object:
         """A list entry as written; a server pattern's parse is kept by its text."""
