@@ -233,6 +233,36 @@ def test_a_server_reporting_another_origins_label_is_flagged(registry: Registry)
         registry.resolve("acme:style-guide")
 
 
+@pytest.mark.threat("T3")
+@pytest.mark.threat("T4")
+def test_collisions_asked_for_again_follow_every_change_to_the_registry(
+    registry: Registry,
+) -> None:
+    def kinds() -> set[tuple[str, str]]:
+        return {(c.kind, c.subject) for c in registry.collisions()}
+
+    before = kinds()
+    assert ("name", "style-guide") not in before
+    # A second server takes a skill's name between two approval requests.
+    evil = Origin("mcp", "evil", "nobody")
+    registry.set_origin(evil, [mcp_record(evil, "style-guide")])
+    assert ("name", "style-guide") in kinds()
+    # One skill added by itself (an unlisted one, looked up) is seen too.
+    assert ("folded", "team/notes") not in before
+    registry.put(mcp_record(evil, "TEAM/notes"))
+    assert ("folded", "team/notes") in kinds()
+    # A server now reporting another origin's label, with no skills at all.
+    registry.set_origin(Origin("mcp", "mirror", "evil"), [])
+    assert ("label-imitation", "evil") in kinds()
+    registry.remove_origin("mirror")
+    assert ("label-imitation", "evil") not in kinds()
+    registry.remove_origin("evil")
+    assert kinds() == before
+    # What a caller does with the list it was given changes nothing kept.
+    registry.collisions().clear()
+    assert kinds() == before
+
+
 def test_replacing_an_origin_drops_its_old_records(registry: Registry) -> None:
     registry.set_origin(DOCS, [])
     with pytest.raises(SkillNotFound):

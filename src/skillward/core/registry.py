@@ -217,6 +217,8 @@ class Registry:
         # Each record's display reference, until the registry changes: the catalog asks
         # for every skill's, every time it is built.
         self._shown: dict[SkillKey, tuple[SkillRecord, str]] = {}
+        # The collisions, until the registry changes: each approval request asks for them.
+        self._collided: list[Collision] | None = None
 
     # --- maintenance ----------------------------------------------------------------
 
@@ -248,6 +250,7 @@ class Registry:
     def _forget(self, key: SkillKey) -> None:
         if self._shown:
             self._shown.clear()
+        self._collided = None
         old = self._records.pop(key, None)
         if old is not None:
             self._names[old.name].discard(key)
@@ -256,6 +259,7 @@ class Registry:
 
     def remove_origin(self, label: str) -> None:
         self._origins.pop(label, None)
+        self._collided = None
         self._declined.pop(label, None)
         for key in [k for k in self._records if k.origin == label]:
             self._forget(key)
@@ -348,6 +352,11 @@ class Registry:
 
     def collisions(self) -> list[Collision]:
         """Everything a person should be shown: shared names, look-alikes, imitated labels."""
+        if self._collided is None:
+            self._collided = self._collisions()
+        return list(self._collided)
+
+    def _collisions(self) -> list[Collision]:
         found: list[Collision] = []
         by_name: dict[str, list[SkillRecord]] = defaultdict(list)
         for record in self._records.values():
