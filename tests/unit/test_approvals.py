@@ -31,7 +31,15 @@ from skillward.trust.approvals import (
     record_for,
 )
 from skillward.trust.book import ApprovalBook
-from tests.support.approvals import HTTP, SKILL_MD, Scripted, make_entry, make_request, yes
+from tests.support.approvals import (
+    HTTP,
+    SKILL_MD,
+    CountedStore,
+    Scripted,
+    make_entry,
+    make_request,
+    yes,
+)
 from tests.support.keys import MemoryKeys
 
 V1 = {"notes.md": b"original notes\n", "templates/email.md": b"Hello\n"}
@@ -240,6 +248,27 @@ async def test_a_change_revokes_the_stored_approval_so_v1_returning_asks_again(
     assert await book(again, tmp_path, keys).decide(make_request(make_entry(V1))) is Decision.DENY
     assert again.questions[0].change is not None
     assert again.questions[0].change.revoked
+
+
+@pytest.mark.anyio
+@pytest.mark.threat("T18")
+async def test_a_store_put_in_the_books_place_between_decisions_is_the_one_read(
+    tmp_path: Path,
+) -> None:
+    approvals = book(Scripted([yes(Scope.REMEMBER)]), tmp_path)
+    request = make_request(make_entry(V1))
+    assert await approvals.decide(request) is Decision.APPROVE
+    remembered = approvals.store
+    assert remembered is not None
+    # Another store, holding nothing: its verdict, not the last one's.
+    approvals.store = FileApprovalStore(tmp_path / "other.json", keys=MemoryKeys())
+    assert await approvals.decide(request) is Decision.DENY
+    # A store that cannot say whether it is current is read, each time.
+    counted = CountedStore(remembered)
+    approvals.store = counted
+    assert await approvals.decide(request) is Decision.APPROVE
+    assert await approvals.decide(request) is Decision.APPROVE
+    assert counted.gets == 2
 
 
 async def remembered_v1(tmp_path: Path) -> MemoryKeys:

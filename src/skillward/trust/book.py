@@ -173,6 +173,9 @@ class ApprovalBook:
         # sessions), so that a revocation the store could not record holds in them all.
         self._revoked: dict[SkillKey, str] = {} if unrecorded is None else unrecorded
         self._asking = _Asking()
+        # Whether ``store`` is CurrentStorage, asked once per store object: a protocol's
+        # isinstance costs microseconds a call. Held, so the object is never another's.
+        self._current: tuple[object, CurrentStorage | None] = (None, None)
 
     # --- Approver and Granting ---------------------------------------------------------
 
@@ -405,9 +408,13 @@ class ApprovalBook:
         store = self.store
         if store is None:
             return None
-        if isinstance(store, CurrentStorage):
+        asked, current_storage = self._current
+        if asked is not store:
+            current_storage = store if isinstance(store, CurrentStorage) else None
+            self._current = (store, current_storage)
+        if current_storage is not None:
             # What the store verified last, while it is still the file: no worker thread.
-            current, record = store.current(key)
+            current, record = current_storage.current(key)
             if current:
                 return record
         return await anyio.to_thread.run_sync(lambda: store.get(key))
