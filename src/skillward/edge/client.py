@@ -382,22 +382,24 @@ class SkillsClient:
     async def _run(self, operation: Callable[[], Any], *, uri: str | None = None) -> Any:
         """Run one operation under the overall deadline, translating every failure."""
         deadline = anyio.current_time() + self.limits.operation_timeout
-        late = DeadlineExceeded(
-            f"the operation did not finish within {self.limits.operation_timeout} s",
-            server=self.label,
-            uri=uri,
-        )
         with anyio.CancelScope(deadline=deadline) as scope:
             try:
                 return await operation()
             except BaseException as error:
                 if scope.cancel_called:
                     # The deadline fired; the SDK may surface that as any error at all.
-                    raise late from _cause(error, self._secrets)
+                    raise self._late(uri) from _cause(error, self._secrets)
                 _reraise(
                     error, server=self.label, uri=uri, secrets=self._secrets, faults=self._faults
                 )
-        raise late
+        raise self._late(uri)
+
+    def _late(self, uri: str | None) -> DeadlineExceeded:
+        return DeadlineExceeded(
+            f"the operation did not finish within {self.limits.operation_timeout} s",
+            server=self.label,
+            uri=uri,
+        )
 
     async def _request(self, request: Any) -> dict[str, Any]:
         meta = trace_meta()
