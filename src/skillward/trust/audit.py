@@ -559,21 +559,24 @@ class AuditTrail:
             fd = _open_for_append(path)
             try:
                 locked = _lock(fd)
+                info = os.fstat(fd)  # once locked: its size as the other writers left it
                 if locked and attempt < _REOPENS:
-                    if not _is_current(fd, path):
+                    if not _is_current(info, path):
                         continue  # rotated while we waited: write to the new file
-                    size = os.fstat(fd).st_size
+                    size = info.st_size
                     if size and body is not None and size + len(body) + CHAIN_ROOM > self.max_bytes:
                         os.replace(path, rotated(path))
                         continue
-                self._chain(fd, path, body, locked=locked)
+                self._chain(fd, info, path, body, locked=locked)
                 return
             finally:
                 os.close(fd)  # releases the lock
 
-    def _chain(self, fd: int, path: Path, body: bytes | None, *, locked: bool) -> None:
-        """Write ``body`` as the chain's next line (with the checkpoints due) in one write."""
-        info = os.fstat(fd)
+    def _chain(
+        self, fd: int, info: os.stat_result, path: Path, body: bytes | None, *, locked: bool
+    ) -> None:
+        """Write ``body`` as the chain's next line (with the checkpoints due) in one write
+        (``info``: the file's status, taken under its lock)."""
         file, size = (info.st_dev, info.st_ino), info.st_size
         head = self._head
         if head is not None and head.file == file and head.end == size:
@@ -695,13 +698,13 @@ def _lock(fd: int) -> bool:
             return True
 
 
-def _is_current(fd: int, path: Path) -> bool:
-    """Whether ``fd`` is still the file at ``path`` (no writer rotated it away)."""
+def _is_current(ours: os.stat_result, path: Path) -> bool:
+    """Whether the file open with status ``ours`` is still the file at ``path`` (no writer
+    rotated it away)."""
     try:
         on_disk = os.stat(path, follow_symlinks=False)
     except FileNotFoundError:
         return False
-    ours = os.fstat(fd)
     return (on_disk.st_dev, on_disk.st_ino) == (ours.st_dev, ours.st_ino)
 
 
