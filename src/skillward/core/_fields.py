@@ -75,10 +75,20 @@ DIR_SHAPE = "SW-DIR-003"
 DIR_CACHE = "SW-DIR-009"
 
 
+def is_skill_name(name: str) -> bool:
+    """Whether the string ``name`` follows the Agent Skills naming rules."""
+    return 1 <= len(name) <= _MAX_NAME and _NAME_RE.match(name) is not None
+
+
+def is_description(text: str) -> bool:
+    """Whether the string ``text`` has a description's length."""
+    return 1 <= len(text) <= _MAX_DESCRIPTION
+
+
 def check_skill_name(name: str) -> str:
     """Return ``name`` if it follows the Agent Skills naming rules, else raise ValueError
     (a :class:`~skillward.core.rules.RuleError`)."""
-    if not isinstance(name, str) or not 1 <= len(name) <= _MAX_NAME or not _NAME_RE.match(name):
+    if not isinstance(name, str) or not is_skill_name(name):
         shown = name[:80] if isinstance(name, str) else type(name).__name__
         raise RuleError(
             FM_NAME,
@@ -202,7 +212,7 @@ def lint_frontmatter(frontmatter: Mapping[str, object]) -> None:
 
 
 def check_description(text: str) -> str:
-    if not 1 <= len(text) <= _MAX_DESCRIPTION:
+    if not is_description(text):
         raise RuleError(
             FM_DESCRIPTION,
             f"description must be 1-{_MAX_DESCRIPTION} characters, not {len(text)}",

@@ -142,6 +142,11 @@ class Reference:
         return skill_path.rsplit("/", 1)[-1] == self.value
 
 
+def _keys(held: SkillKey | tuple[SkillKey, ...]) -> tuple[SkillKey, ...]:
+    """The keys a name holds (:attr:`Registry._names`)."""
+    return held if isinstance(held, tuple) else (held,)
+
+
 def _skill_path(uri: str) -> str:
     """The skill path of a skill's canonical ``SKILL.md`` URI, read off its text."""
     return uri.partition("://")[2].removesuffix(f"/{SKILL_FILE}")
@@ -212,8 +217,10 @@ class Registry:
         self._origins: dict[str, Origin] = {}
         self._records: dict[SkillKey, SkillRecord] = {}
         self._declined: dict[str, list[Declined]] = defaultdict(list)
-        # Name -> keys, so name lookups stay linear in the catalog, not quadratic.
-        self._names: dict[str, set[SkillKey]] = defaultdict(set)
+        # Name -> keys, so name lookups stay linear in the catalog, not quadratic. A name
+        # held once keeps its key alone: no set for each of a listing's 10,000 skills
+        # (the garbage collector walks every one, each time it looks at the heap).
+        self._names: dict[str, SkillKey | tuple[SkillKey, ...]] = {}
         # Each record's display reference, until the registry changes: the catalog asks
         # for every skill's, every time it is built.
         self._shown: dict[SkillKey, tuple[SkillRecord, str]] = {}
@@ -245,7 +252,8 @@ class Registry:
             raise UnknownServer(f"no origin labelled {record.origin.label!r}")
         self._forget(record.key)
         self._records[record.key] = record
-        self._names[record.name].add(record.key)
+        held = self._names.get(record.name)
+        self._names[record.name] = record.key if held is None else (*_keys(held), record.key)
 
     def _forget(self, key: SkillKey) -> None:
         if self._shown:
@@ -253,9 +261,13 @@ class Registry:
         self._collided = None
         old = self._records.pop(key, None)
         if old is not None:
-            self._names[old.name].discard(key)
-            if not self._names[old.name]:
-                del self._names[old.name]
+            rest = tuple(k for k in _keys(self._names.pop(old.name)) if k != key)
+            if rest:
+                self._names[old.name] = rest if len(rest) > 1 else rest[0]
+
+    def _named(self, name: str) -> tuple[SkillKey, ...]:
+        held = self._names.get(name)
+        return () if held is None else _keys(held)
 
     def remove_origin(self, label: str) -> None:
         self._origins.pop(label, None)
@@ -298,7 +310,7 @@ class Registry:
         URI scheme).
         """
         label = record.origin.label
-        namesakes = self._names.get(record.name, set())
+        namesakes = self._named(record.name)
         if sum(key.origin == label for key in namesakes) <= 1:
             return f"{label}:{record.name}"
         same_path = [
@@ -316,7 +328,7 @@ class Registry:
         if kept is not None and kept[0] is record:
             return kept[1]
         shown = record.name
-        if len(self._names.get(record.name, ())) > 1:
+        if isinstance(self._names.get(record.name), tuple):
             shown = self.qualified_ref(record)
         self._shown[record.key] = (record, shown)
         return shown
@@ -329,7 +341,7 @@ class Registry:
             self.origin(ref.label)
             pool = [r for r in pool if r.origin.label == ref.label]
         if ref.kind == "name":
-            keys = self._names.get(ref.value, set())
+            keys = self._named(ref.value)
             matches = [r for r in pool if r.key in keys]
         elif ref.kind == "path":
             matches = [r for r in pool if r.path == ref.value]

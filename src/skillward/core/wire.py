@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal, Self, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -56,6 +56,7 @@ from skillward.core._entries import (
 )
 from skillward.core._fields import (
     DIGEST_PATTERN,
+    DIGEST_RE,
     DIRECTORY_MIME_TYPE,
     DYNAMIC,
     ENTRY_RESOURCES,
@@ -68,6 +69,8 @@ from skillward.core._fields import (
     check_skill_name,
     content_digest,
     frontmatter_digests,
+    is_description,
+    is_skill_name,
 )
 from skillward.core.config import Limits
 from skillward.core.errors import (
@@ -294,6 +297,116 @@ def _entry_uri(info: ValidationInfo) -> str | None:
     return uri[:300] if isinstance(uri, str) else None
 
 
+def plain_entry(data: object, limits: Limits) -> SkillEntry | None:
+    """The entry the model builds from ``data``, built without pydantic when ``data`` is
+    plain enough that each of the model's checks is seen to hold with nothing converted:
+    JSON's exact types (``dict``, ``list``, ``str``, ``int``), the URI and every file's
+    in plain form (:func:`~skillward.core.uris.plain_skill_root`, :func:`_plain_manifest`),
+    a valid name and description (the predicates the model's validators use), the
+    frontmatter within its caps (:func:`check_frontmatter_bounds`, as the model applies it).
+    None for anything else, which only the model judges and names the problem of: so this
+    accepts a subset of what the model accepts, and gives an equal entry (the property
+    tests of ``tests/unit/test_plain_entry.py`` hold it to that).
+
+    Why: a listing of 10,000 entries spent as long in pydantic's validation of them as in
+    the garbage collector's walks over what it left, a field set for each entry and each
+    frontmatter among it.
+    """
+    if type(data) is not dict:
+        return None
+    uri, frontmatter = data.get("uri"), data.get("frontmatter")
+    if type(uri) is not str or type(frontmatter) is not dict:
+        return None
+    root = plain_skill_root(uri)
+    if root is None:
+        return None
+    name, description = frontmatter.get("name"), frontmatter.get("description")
+    if (
+        type(name) is not str
+        or type(description) is not str
+        or name != root.rpartition("/")[2]
+        or not is_skill_name(name)
+        or not is_description(description)
+    ):
+        return None
+    extra = {}
+    if len(frontmatter) > 2:
+        extra = {k: v for k, v in frontmatter.items() if k not in _FRONTMATTER_SET}
+        if any(type(key) is not str for key in extra):
+            return None
+    try:
+        check_frontmatter_bounds(frontmatter, limits)
+    except RuleError:
+        return None
+    resources = data.get("resources")
+    if type(resources) is str:
+        if resources != DYNAMIC:
+            return None
+        files: tuple[ResourceItem, ...] | Literal["dynamic"] = "dynamic"
+    elif type(resources) is list and len(resources) <= limits.max_skill_files:
+        built = []
+        for item in resources:
+            if type(item) is not dict:
+                return None
+            file, digest, size = item.get("uri"), item.get("digest"), item.get("size")
+            if (
+                type(file) is not str
+                or type(digest) is not str
+                or type(size) is not int
+                or size < 0
+                or not DIGEST_RE.match(digest)
+            ):
+                return None
+            built.append(_item(file, digest, size))
+        files = tuple(built)
+        if not _plain_manifest(root, uri, files, limits):
+            return None
+    else:
+        return None
+    fields_set = _FRONTMATTER_SET if not extra else {"name", "description", *extra}
+    fields = {"name": name, "description": description}
+    built_frontmatter = _built(Frontmatter, fields, extra, fields_set)
+    return _built(
+        SkillEntry,
+        {"uri": uri, "frontmatter": built_frontmatter, "resources": files},
+        None,
+        _ENTRY_SET,
+    )
+
+
+#: The field sets of an entry and of a frontmatter with no unknown keys, each shared by
+#: every instance :func:`plain_entry` builds: a frozen model's set is never changed (a
+#: copy is, which copies it first).
+_ENTRY_SET = {"uri", "frontmatter", "resources"}
+_FRONTMATTER_SET = {"name", "description"}
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _built(
+    model: type[_Model], fields: dict[str, Any], extra: dict[str, Any] | None, fields_set: set[str]
+) -> _Model:
+    """An instance of ``model`` holding what its validation would have set."""
+    instance = _new(model)
+    _set(instance, "__dict__", fields)
+    _set(instance, "__pydantic_extra__", extra)
+    _set(instance, "__pydantic_fields_set__", fields_set)
+    _set(instance, "__pydantic_private__", None)
+    return instance
+
+
+def _item(uri: str, digest: str, size: int) -> ResourceItem:
+    """A manifest item whose fields were checked already."""
+    item = _new(ResourceItem)
+    _set(item, "uri", uri)
+    _set(item, "digest", digest)
+    _set(item, "size", size)
+    return item
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
 def parse_entry(
     data: object,
     *,
@@ -301,10 +414,14 @@ def parse_entry(
     limits: Limits | None = None,
 ) -> SkillEntry:
     """Validate one entry; raise :class:`InvalidEntry` or :class:`SkillTooLarge`."""
+    limits = limits or _DEFAULT_LIMITS
+    plain = plain_entry(data, limits)
+    if plain is not None:
+        return plain
     uri = data.get("uri") if isinstance(data, Mapping) else None
     uri_text = uri[:300] if isinstance(uri, str) else None
     try:
-        return SkillEntry.model_validate(data, context={"limits": limits or Limits()})
+        return SkillEntry.model_validate(data, context={"limits": limits})
     except SkillTooLarge as exc:
         raise exc.with_context(server=server, uri=uri_text) from None
     except ValidationError as exc:

@@ -147,17 +147,13 @@ class Shared:
             raise ConfigError(f"label {label!r} is already in use; labels are unique per host")
         connection = await self.connections.add(spec)
         try:
-            await self.relist(connection)
+            listed, declined = await self.relist(connection)
         except BaseException:
             self.connections.discard(connection)
             self.registry.remove_origin(label)
             raise
         logger.info(
-            "connected %s (%s): %d skills, %d declined",
-            label,
-            spec.describe(),
-            sum(1 for r in self.registry.records() if r.origin.label == label),
-            sum(1 for d in self.registry.declined() if d.origin.label == label),
+            "connected %s (%s): %d skills, %d declined", label, spec.describe(), listed, declined
         )
 
     def check_server(self, spec: ServerSpec) -> None:
@@ -189,8 +185,9 @@ class Shared:
             raise
         logger.info("reconnected %s", label)
 
-    async def relist(self, connection: Connection) -> None:
-        """List ``connection``'s skills into the registry (the catalog only)."""
+    async def relist(self, connection: Connection) -> tuple[int, int]:
+        """List ``connection``'s skills into the registry (the catalog only); how many
+        were registered, and how many declined."""
         assert connection.client is not None
         origin = Origin("mcp", connection.label, connection.reported_name)
         try:
@@ -199,13 +196,15 @@ class Shared:
             connection.skills = False
             connection.note = missing.message
             self.registry.set_origin(origin, [])
-            return
+            return 0, 0
         connection.listing_ttl_ms = listing.ttl_ms
         records = [SkillRecord.from_entry(origin, entry) for entry in listing.entries]
         declined = [Declined(origin, error) for error in listing.rejected]
         for refused in declined:
             logger.info("declined an entry of %s: %s", connection.label, refused.error)
         self.registry.set_origin(origin, records, declined)
+        # An entry listed twice is registered once.
+        return len({record.key for record in records}), len(declined)
 
     async def disconnect(self, label: str) -> None:
         """Close the connection, forget its skills, and end their acting windows in
