@@ -27,10 +27,10 @@ from skillward.edge.servers import (
 from skillward.host.skillhost import HostConfig, SkillHost
 from skillward.serve.server import build_skills_server
 from skillward.trust._store import FileApprovalStore
-from skillward.trust.approvals import DenyAll, content_hash
+from skillward.trust.approvals import ActivationRequest, DenyAll, content_hash
 from skillward.trust.audit import AuditTrail, read_events
 from skillward.trust.book import ApprovalBook
-from skillward.trust.policy import EffectivePolicy, Policy
+from skillward.trust.policy import EffectivePolicy, NoPolicy, Pin, Policy, Source
 from tests.support.approvals import Scripted
 from tests.support.doubles import Approving
 from tests.support.hostile import HostileState, build_hostile_server, build_hostile_tree
@@ -416,6 +416,12 @@ async def pinned_policy(dirs: PolicyDirs, spec: ServerSpec) -> EffectivePolicy:
     return dirs.load(headless=True)
 
 
+async def approval_request_of(spec: ServerSpec) -> ActivationRequest:
+    async with SkillHost() as host:
+        await host.connect(spec)
+        return await host.approval_request("refunds")
+
+
 async def activate_with(policy: Policy, spec: ServerSpec) -> Any:
     async with SkillHost(approver=DenyAll(), policy=policy) as host:
         await host.connect(spec)
@@ -445,6 +451,41 @@ async def test_a_pinned_skill_loads_with_no_prompt_and_only_while_its_content_is
         write(tree, "acme/refunds/extra.md", b"new instructions\n")
         with pytest.raises(ApprovalDenied):
             await activate_with(policy, served(tree))
+
+
+class HostPins(NoPolicy):
+    """A host's own policy in code: it pins one content hash."""
+
+    def __init__(self, content: str) -> None:
+        self.content = content
+
+    def pin_for(self, request: ActivationRequest) -> Pin | None:
+        entry = request.record.entry
+        if entry is None or content_hash(entry) != self.content:
+            return None
+        return Pin("acme", entry.uri, self.content, False, Source("host code"))
+
+
+@pytest.mark.threat("T42")
+async def test_a_pinned_load_is_audited_as_pinned_where_the_pin_was_set(
+    dirs: PolicyDirs, tmp_path: Path
+) -> None:
+    tree = tmp_path / "skills"
+    write(tree, "acme/refunds/SKILL.md", skill_md("refunds", "Refund policy"))
+    admin = await pinned_policy(dirs, served(tree))
+    pin = admin.pin_for(await approval_request_of(served(tree)))
+    assert pin is not None
+    audit = tmp_path / "audit.jsonl"
+    for policy in (admin, HostPins(pin.content)):
+        with anyio.fail_after(30):
+            async with SkillHost(
+                approver=DenyAll(), policy=policy, audit=AuditTrail(audit)
+            ) as host:
+                await host.connect(served(tree))
+                await host.activate("refunds")
+    reasons = [e.reason for e in read_events(audit).events]
+    assert reasons == [f"pinned in {pin.source}", "pinned in host code"]
+    assert "50-pins.toml:" in reasons[0]
 
 
 @pytest.mark.threat("T42")

@@ -327,7 +327,7 @@ class PendingApproval:
                 Decision.APPROVE,
                 grants=Grants(tools=tools),
                 held=True,
-                how="pinned by the administrator's policy",
+                how=f"pinned in {self.pin.source}",
             )
         if isinstance(self.verdict, Approved):
             record = self.verdict.record
