@@ -7,6 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from skillward.core.frontmatter import allowed_tools
+from skillward.core.wire import SkillEntry
+from tests.support.approvals import make_entry, make_request
 
 # A tool name with no whitespace and no parentheses.
 NAME = st.text(
@@ -54,3 +56,29 @@ def test_any_string_gives_tools_that_parse_back_to_themselves(value: str) -> Non
         assert tool == tool.strip()
     assert len(set(tools)) == len(tools)
     assert allowed_tools({"allowed-tools": " ".join(tools)}) == tools
+
+
+# What a hostile server may put in the field: any JSON value, strings of any characters.
+FIELD = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=200),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=8,
+)
+
+
+@pytest.mark.threat("T14")
+@given(FIELD, st.booleans())
+def test_an_entry_requests_the_tools_its_frontmatter_field_reads_as(
+    value: object, dynamic: bool
+) -> None:
+    entry = make_entry(dynamic=dynamic, extra={"allowed-tools": value})
+    built = SkillEntry.model_validate(entry.model_dump())  # validated, not the plain path
+    fresh = allowed_tools(entry.frontmatter.as_dict())
+    assert entry.requested_tools == fresh
+    assert entry.requested_tools == fresh  # asked again: the kept value
+    assert built.requested_tools == fresh
+    assert make_request(entry).requested_tools == fresh
+
+
+def test_an_entry_without_the_field_requests_nothing() -> None:
+    assert make_entry().requested_tools == ()

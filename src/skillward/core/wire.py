@@ -258,6 +258,16 @@ class SkillEntry(WireModel):
         return frontmatter_digests(self.frontmatter.as_dict())
 
     @cached_property
+    def requested_tools(self) -> tuple[str, ...]:
+        """The tools ``allowed-tools`` requests (a request, never a grant), read as
+        :func:`~skillward.core.frontmatter.allowed_tools` reads it."""
+        # Imported when first asked for: the frontmatter parser brings YAML, which a
+        # process that only lists skills never needs.
+        from skillward.core.frontmatter import allowed_tools  # noqa: PLC0415
+
+        return allowed_tools(self.frontmatter.as_dict())
+
+    @cached_property
     def files(self) -> tuple[tuple[str, str, int], ...] | None:
         """The (uri, digest, size) of every listed file in URI order; None when dynamic."""
         if isinstance(self.resources, str):

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from skillward.core._fields import content_digest, frontmatter_digests
 from skillward.core.config import Limits
-from skillward.core.frontmatter import JsonValue, allowed_tools
+from skillward.core.frontmatter import JsonValue
 from skillward.core.origins import SkillKey
 from skillward.core.registry import SkillRecord
 from skillward.core.visible import shown_length
@@ -187,7 +187,8 @@ class ActivationRequest:
     @property
     def requested_tools(self) -> tuple[str, ...]:
         """``allowed-tools`` parsed as the Agent Skills spec writes it (a request only)."""
-        return allowed_tools(self._frontmatter())
+        entry = self.record.entry
+        return entry.requested_tools if entry is not None else ()
 
     @property
     def tools_refused(self) -> str | None:
