@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -309,6 +310,37 @@ def test_identity_of_in_memory_servers_is_per_object() -> None:
     second = ServerSpec(label="a", transport=InMemoryTransport(server=object()))
     assert first.identity != second.identity
     assert first.identity.startswith("memory:")
+
+
+def _fresh_identity(transport: StdioTransport) -> str:
+    return "stdio:" + shlex.join([transport.command, *transport.args])
+
+
+@pytest.mark.threat("T22")
+@given(
+    st.text(min_size=1, max_size=40).filter(lambda c: "\x00" not in c),
+    st.lists(st.text(max_size=40), max_size=6).map(tuple),
+)
+def test_a_stdio_identity_is_taken_once_and_equals_the_command_line(
+    command: str, args: tuple[str, ...]
+) -> None:
+    transport = StdioTransport(command=command, args=args)
+    spec = ServerSpec(label="acme", transport=transport)
+    first = spec.identity
+    assert first == _fresh_identity(transport)
+    assert spec.identity is first  # kept, not taken again
+    assert spec == ServerSpec(label="acme", transport=StdioTransport(command=command, args=args))
+
+
+@pytest.mark.threat("T22")
+def test_a_copy_pointed_at_another_command_line_has_that_identity() -> None:
+    spec = ServerSpec(label="acme", transport=StdioTransport(command="acme", args=("--a",)))
+    assert spec.identity == "stdio:acme --a"
+    moved = spec.model_copy(update={"transport": StdioTransport(command="evil", args=("--a",))})
+    assert moved.identity == "stdio:evil --a"
+    legacy = spec.model_copy(update={"mode": "legacy"})
+    assert legacy.identity == "stdio:acme --a"
+    assert spec.identity == "stdio:acme --a"
 
 
 # --- server URLs ---------------------------------------------------------------------------

@@ -158,6 +158,11 @@ def redact(text: str, secrets: tuple[str, ...]) -> str:
     return text
 
 
+#: Where a spec keeps its stdio identity: beside its fields, which pydantic alone compares,
+#: hashes and serialises.
+_KEPT_IDENTITY = "_stdio_identity"
+
+
 class ServerSpec(_Spec):
     """A labelled server and how to reach it."""
 
@@ -214,7 +219,13 @@ class ServerSpec(_Spec):
         """
         transport = self.transport
         if isinstance(transport, StdioTransport):
-            return "stdio:" + shlex.join([transport.command, *transport.args])
+            # Kept beside the fields with the transport it was taken from (a load asks
+            # for it thrice): a copy given another transport takes its own.
+            kept = self.__dict__.get(_KEPT_IDENTITY)
+            if kept is None or kept[0] is not transport:
+                kept = (transport, "stdio:" + shlex.join([transport.command, *transport.args]))
+                self.__dict__[_KEPT_IDENTITY] = kept
+            return kept[1]
         if isinstance(transport, HttpTransport):
             return "http:" + transport.url
         return f"memory:{type(transport.server).__qualname__}@{id(transport.server):x}"
