@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from skillward.core._fields import check_skill_name, json_size
 from skillward.core.config import Limits
 from skillward.core.errors import ConfigError, InvalidEntry, InvalidResponse, SkillTooLarge
+from skillward.core.uris import parse_uri
 from skillward.core.wire import (
     DirectoryReadResult,
     GetSkillResult,
@@ -82,6 +83,32 @@ def test_unknown_fields_from_newer_protocols_are_tolerated_and_dropped() -> None
     assert isinstance(parsed.resources, tuple)
     assert not any(hasattr(i, "etag") for i in parsed.resources)
     assert "annotations" not in parsed.model_dump_json()
+
+
+# Path segments a server may write: percent-encodings, unicode, dots inside a name.
+SEGMENT = st.lists(
+    st.sampled_from(["a", "Z", "9", ".", "-", "_", "~", "%20", "é", "中", "..", "SKILL.md"]),
+    min_size=1,
+    max_size=6,
+).map("".join)
+
+
+@pytest.mark.threat("T10")
+@given(st.lists(st.lists(SEGMENT, min_size=1, max_size=3).map("/".join), max_size=8, unique=True))
+def test_an_entry_lists_its_files_by_their_sorted_paths_below_its_root(paths: list[str]) -> None:
+    try:
+        parsed = parse_entry(entry(resources=[item(), *(item(p) for p in paths)]))
+    except (InvalidEntry, SkillTooLarge):
+        return  # refused before any path is listed
+    fresh = sorted(parsed.root.file_path(parse_uri(uri)) for uri in parsed.manifest)
+    assert parsed.file_paths == tuple(fresh)
+    assert parsed.file_paths is parsed.file_paths  # kept, not listed again
+    validated = SkillEntry.model_validate(parsed.model_dump(by_alias=True))
+    assert validated.file_paths == tuple(fresh)
+
+
+def test_a_dynamic_entry_lists_no_files() -> None:
+    assert parse_entry(entry(resources="dynamic")).file_paths == ()
 
 
 def test_dynamic_resources_are_accepted_and_marked_unverifiable() -> None:

@@ -79,7 +79,13 @@ from skillward.core.errors import (
     SkillTooLarge,
 )
 from skillward.core.rules import RuleError
-from skillward.core.uris import ResourceUri, SkillRoot, plain_skill_root, plainly_below
+from skillward.core.uris import (
+    ResourceUri,
+    SkillRoot,
+    parse_uri,
+    plain_skill_root,
+    plainly_below,
+)
 
 __all__ = [
     "DirectoryChild",
@@ -242,6 +248,13 @@ class SkillEntry(WireModel):
     def _by_uri(self) -> dict[str, ResourceItem]:
         items = () if isinstance(self.resources, str) else self.resources
         return {item.uri: item for item in items}
+
+    @cached_property
+    def file_paths(self) -> tuple[str, ...]:
+        """Every listed file's path below the skill's directory (``references/guide.md``),
+        sorted: what an activation lists. Empty for a dynamic skill."""
+        root = self.root
+        return tuple(sorted(root.file_path(parse_uri(uri)) for uri in self._by_uri))
 
     @property
     def total_size(self) -> int:

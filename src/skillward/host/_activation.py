@@ -30,7 +30,6 @@ from skillward.core.errors import (
 )
 from skillward.core.frontmatter import allowed_tools
 from skillward.core.registry import SkillRecord
-from skillward.core.uris import parse_uri
 from skillward.core.verify import sha256_digest, verify_skill_md
 from skillward.core.wire import SkillEntry
 from skillward.edge._local import read_skill_md, skill_files
@@ -347,16 +346,14 @@ class Activator:
             await self.after_failure(record, entry, error)
         if key is not None and verified.file.verified:
             self._shared.cache.put(key, verified.file.data)
-        root = entry.root
-        files = sorted(root.file_path(parse_uri(uri)) for uri in entry.manifest)
         block = await off_loop(skill_block)(
             origin=record.origin,
             uri=entry.uri,
             digest=None if entry.is_dynamic else verified.file.digest,
             body=verified.body,
             # With the trailing slash, RFC 3986 resolution of a relative path lands inside.
-            root=str(root) + "/",
-            files=files,
+            root=str(entry.root) + "/",
+            files=entry.file_paths,
             verified=not entry.is_dynamic,
             unverifiable=entry.is_dynamic,
         )

@@ -133,7 +133,7 @@ class Reads:
             return await self._read_skill_file(record, entry, uri)
 
     def _unlisted(self, record: SkillRecord, entry: SkillEntry, uri: str) -> UnlistedResource:
-        files = sorted(entry.root.file_path(parse_uri(u)) for u in entry.manifest)
+        files = entry.file_paths
         shown = ", ".join(files[:20]) + (f", and {len(files) - 20} more" if len(files) > 20 else "")
         return UnlistedResource(
             f"skill {self._shared.registry.qualified_ref(record)!r} does not list this file; "
