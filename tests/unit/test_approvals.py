@@ -59,6 +59,48 @@ def test_the_same_entry_from_the_same_server_is_approved() -> None:
     assert isinstance(assess(make_entry(V1), HTTP, record), Approved)
 
 
+CONTENT = st.dictionaries(
+    st.sampled_from(["notes.md", "a.md", "templates/email.md"]),
+    st.sampled_from([b"one\n", b"two\n", b"three!\n"]),
+    max_size=3,
+)
+FIELDS = st.dictionaries(st.sampled_from(["license", "allowed-tools"]), st.sampled_from(["x", 1]))
+
+
+@pytest.mark.threat("T9")
+@given(
+    then=st.tuples(CONTENT, FIELDS, st.booleans()),
+    now=st.tuples(CONTENT, FIELDS, st.booleans()),
+    moved=st.booleans(),
+    revoked=st.sampled_from([None, "", "changed"]),
+    order=st.sampled_from(["sorted", "reversed", "doubled"]),
+)
+def test_a_record_approves_exactly_when_identity_files_and_fields_are_unchanged(
+    then: tuple[dict[str, bytes], dict[str, object], bool],
+    now: tuple[dict[str, bytes], dict[str, object], bool],
+    moved: bool,
+    revoked: str | None,
+    order: str,
+) -> None:
+    approved = make_entry(then[0], extra=then[1], dynamic=then[2])
+    entry = make_entry(now[0], extra=now[1], dynamic=now[2])
+    record = record_for(approved, label="acme", identity=HTTP, scope=Scope.SESSION, granted_at=1)
+    files = record.files
+    if files is not None and order != "sorted":  # a record whose files are not in URI order
+        files = files[::-1] if order == "reversed" else files + files[-1:]
+    record = record.model_copy(update={"files": files, "revoked": revoked})
+    identity = "http:https://other.example/mcp" if moved else HTTP
+    same = (
+        not revoked
+        and not moved
+        and approved.frontmatter_digests == entry.frontmatter_digests
+        and (approved.files is None) == (entry.files is None)
+        and set(approved.files or ()) == set(entry.files or ())
+    )
+    verdict = assess(entry, identity, record)
+    assert isinstance(verdict, Approved if same else Changed)
+
+
 def test_no_record_means_never_approved() -> None:
     assert isinstance(assess(make_entry(V1), HTTP, None), NeverApproved)
 

@@ -503,6 +503,22 @@ def _difference(
     return Change(added, removed, modified, frontmatter, server, dynamic, record.revoked)
 
 
+def _unchanged(
+    entry: SkillEntry, identity: str, record: ApprovalRecord, fields: Sequence[tuple[str, str]]
+) -> bool:
+    """Whether ``record`` binds exactly ``entry`` as served at ``identity``, unrevoked: the
+    same identity, field digests and (uri, digest, size) sequence. Equal sequences make
+    :func:`_difference` find no change; anything else is left to it to describe."""
+    if record.revoked or record.identity != identity or record.frontmatter_fields != fields:
+        return False
+    files, bindings = entry.files, record.files
+    if files is None or bindings is None:
+        return files is None and bindings is None
+    return len(files) == len(bindings) and all(
+        (b.uri, b.digest, b.size) == f for b, f in zip(bindings, files, strict=True)
+    )
+
+
 def assess(entry: SkillEntry, identity: str, record: ApprovalRecord | None) -> Verdict:
     """Whether ``record`` approves ``entry`` as served now at ``identity``. Pure.
 
@@ -540,6 +556,8 @@ def _assess(
         return NeverApproved()  # nothing binds its content: it approves nothing
     if fields is None:
         _, fields = entry.frontmatter_digests
+    if _unchanged(entry, identity, record, fields):
+        return Approved(record)
     change = _difference(entry, identity, record, fields)
     if change:
         return Changed(record, change)
