@@ -211,6 +211,22 @@ def test_a_maximum_age_must_be_positive_when_set() -> None:
 # disk, then start afresh as a restarted host would.
 
 
+@pytest.mark.threat("T32")
+def test_a_label_another_process_pointed_at_another_server_is_seen_by_a_running_cache(
+    tmp_path: Path,
+) -> None:
+    first, second = b"from the http server\n", b"from the stdio server\n"
+    running = cache_at(tmp_path)
+    running.put(key(first, identity=HTTP), first)
+    assert running.get(key(first, identity=HTTP)) == first
+    cache_at(tmp_path).put(key(second, identity=STDIO), second)
+    assert running.get(key(first, identity=HTTP)) is None
+    assert running.get(key(second, identity=STDIO)) == second
+    running.put(key(first, identity=HTTP), first)
+    assert not blob_path(tmp_path, second).exists()
+    assert cache_at(tmp_path).get(key(first, identity=HTTP)) == first
+
+
 def _torn(data: bytes) -> dict[str, bytes]:
     return {
         "empty": b"",

@@ -68,7 +68,7 @@ from skillward.cache._files import (
     mkdir_private,
     open_dir,
 )
-from skillward.cache._index import INDEX, Indexes, identity
+from skillward.cache._index import INDEX, Indexes
 from skillward.cache.seam import CacheKey
 from skillward.core.config import Limits
 from skillward.core.errors import UsageError, printable
@@ -151,7 +151,7 @@ class DiskCache:
                 if dirs is None:
                     return None
                 label_fd, blobs_fd = dirs
-                if identity(label_fd) != key.identity:
+                if self._indexes.identity(key.origin, label_fd) != key.identity:
                     return None  # another server's blobs, or no sound index: never tried
                 max_age = self.limits.max_cache_age
                 data = read_blob(blobs_fd, name, key, now=self._clock(), max_age=max_age)
@@ -226,7 +226,8 @@ class DiskCache:
                     if dirs is not None:
                         blobs = list_blobs(dirs[1], self._clock())
                         size = sum(b.size for b in blobs)
-                        found.append(LabelUsage(label, identity(dirs[0]), len(blobs), size))
+                        shown = self._indexes.identity(label, dirs[0])
+                        found.append(LabelUsage(label, shown, len(blobs), size))
         return found
 
     def purge(self, label: str | None = None) -> tuple[int, int]:
@@ -335,12 +336,12 @@ class DiskCache:
 
     def _bind(self, label_fd: int, blobs_fd: int, key: CacheKey) -> bool:
         """Make sure the label's blobs came from ``key.identity``; False if busy."""
-        if identity(label_fd) == key.identity:
+        if self._indexes.identity(key.origin, label_fd) == key.identity:
             return True
         with flock(label_fd, wait=False) as held:
             if not held:
                 return False
-            if identity(label_fd) == key.identity:
+            if self._indexes.identity(key.origin, label_fd) == key.identity:
                 return True
             # A new label, or one pointed at a different server: its old blobs go.
             for blob in list_blobs(blobs_fd, self._clock()):

@@ -21,7 +21,7 @@ from skillward.cache._files import APPEND_FLAGS, flock, write_all, write_new
 from skillward.cache.seam import CacheKey
 from skillward.edge._tree import READ_FLAGS
 
-__all__ = ["INDEX", "Indexes", "identity"]
+__all__ = ["INDEX", "Indexes"]
 
 #: The index file in each label's directory.
 INDEX = "index.jsonl"
@@ -34,17 +34,26 @@ _MAX_LINE = 64 * 1024
 _INDEX_ROOM = 64 * 1024
 
 
-def identity(label_fd: int) -> str | None:
-    """The identity in the index's first line, or None if there is no sound index.
-    Reads no further than that line: every get asks."""
+# What tells whether the index changed on disk: its file, size and change times.
+_Signature = tuple[int, int, int, int, int]
+
+
+def _signature(info: os.stat_result) -> _Signature:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _read_identity(label_fd: int) -> tuple[str | None, _Signature | None]:
+    """The identity in the index's first line (None if there is no sound index), and the
+    signature of the file it was read from (None if it is not a regular file)."""
     try:
         fd = os.open(INDEX, READ_FLAGS, dir_fd=label_fd)
     except OSError:
-        return None
+        return None, None
     head = b""
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None, None
         while b"\n" not in head and len(head) < _MAX_HEADER:
             chunk = os.read(fd, min(_HEADER_CHUNK, _MAX_HEADER - len(head)))
             if not chunk:
@@ -52,7 +61,7 @@ def identity(label_fd: int) -> str | None:
             head += chunk
     finally:
         os.close(fd)
-    return _identity_of(head)
+    return _identity_of(head), _signature(info)
 
 
 def _identity_of(head: bytes) -> str | None:
@@ -101,10 +110,32 @@ def _lines(label_fd: int, present: Collection[str]) -> tuple[bytes, list[bytes]]
 
 class Indexes:
     """The index of each label of one cache, and how large each was after its last trim
-    (so that an index is trimmed when it has doubled, not rescanned on every write)."""
+    (so that an index is trimmed when it has doubled, not rescanned on every write).
+
+    The identity read from each label's index is kept with the index's signature, and
+    read again whenever a stat of the index shows a different one: an index rebound or
+    rewritten by any process is a new file, and one appended to has a new size and times.
+    """
 
     def __init__(self) -> None:
         self._kept: dict[str, int] = {}
+        self._seen: dict[str, tuple[_Signature, str | None]] = {}
+
+    def identity(self, label: str, label_fd: int) -> str | None:
+        """The identity in ``label``'s index, or None if there is no sound index."""
+        try:
+            info = os.stat(INDEX, dir_fd=label_fd, follow_symlinks=False)
+        except OSError:
+            return None
+        seen = self._seen.get(label)
+        if seen is not None and seen[0] == _signature(info):
+            return seen[1]
+        found, signature = _read_identity(label_fd)
+        if signature is None:
+            self._seen.pop(label, None)
+        else:
+            self._seen[label] = (signature, found)
+        return found
 
     def rebind(self, label: str, label_fd: int, identity: str) -> None:
         """Start ``label``'s index afresh for blobs from ``identity`` (its lock held)."""
@@ -128,6 +159,10 @@ class Indexes:
                 if info.st_size and os.pread(fd, 1, info.st_size - 1) != b"\n":
                     line = b"\n" + line  # after a torn line (a writer died): a line of its own
                 write_all(fd, line)
+                seen = self._seen.get(key.origin)
+                if seen is not None and seen[0] == _signature(info):
+                    # Only this append (under the lock) changed the index since it was read.
+                    self._seen[key.origin] = (_signature(os.fstat(fd)), seen[1])
             finally:
                 os.close(fd)
             if info.st_size + len(line) > max(_INDEX_ROOM, 2 * self._kept.get(key.origin, 0)):
@@ -145,3 +180,4 @@ class Indexes:
 
     def forget(self, label: str) -> None:
         self._kept.pop(label, None)
+        self._seen.pop(label, None)
