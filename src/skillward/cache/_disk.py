@@ -286,7 +286,12 @@ class DiskCache:
 
     def _open_root(self, *, create: bool) -> int | None:
         root = self._real_root
-        if create and not os.path.lexists(root):
+        shown = f"the cache directory {self.root}"
+        try:
+            # Opened first: only a root not there yet costs a lookup of its parents.
+            fd = open_dir(root, None, shown, create=False)
+            if fd is not None or not create:
+                return fd
             parent = os.path.dirname(root)
             missing: list[str] = []
             while not os.path.lexists(parent) and parent != os.path.dirname(parent):
@@ -294,8 +299,7 @@ class DiskCache:
                 parent = os.path.dirname(parent)
             for path in reversed(missing):
                 mkdir_private(path, None)
-        try:
-            return open_dir(root, None, f"the cache directory {self.root}", create=create)
+            return open_dir(root, None, shown, create=True)
         except Unsafe as exc:
             self._disable(str(exc))
             raise
