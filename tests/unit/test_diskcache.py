@@ -227,6 +227,22 @@ def test_a_label_another_process_pointed_at_another_server_is_seen_by_a_running_
     assert cache_at(tmp_path).get(key(first, identity=HTTP)) == first
 
 
+@pytest.mark.threat("T31")
+def test_a_line_another_writer_left_torn_never_joins_the_next_line_a_running_cache_adds(
+    tmp_path: Path,
+) -> None:
+    first, second = b"first\n", b"second\n"
+    running = cache_at(tmp_path)
+    running.put(key(first), first)
+    index = tmp_path / "docs" / "index.jsonl"
+    with index.open("ab") as torn:
+        torn.write(b'{"blob": "cut sh')
+    running.put(key(second), second)
+    lines = index.read_bytes().splitlines()
+    assert lines[-2] == b'{"blob": "cut sh'
+    assert json.loads(lines[-1])["uri"] == key(second).uri
+
+
 def _torn(data: bytes) -> dict[str, bytes]:
     return {
         "empty": b"",

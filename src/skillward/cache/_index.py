@@ -120,6 +120,7 @@ class Indexes:
     def __init__(self) -> None:
         self._kept: dict[str, int] = {}
         self._seen: dict[str, tuple[_Signature, str | None]] = {}
+        self._appended: dict[str, _Signature] = {}
 
     def identity(self, label: str, label_fd: int) -> str | None:
         """The identity in ``label``'s index, or None if there is no sound index."""
@@ -156,13 +157,21 @@ class Indexes:
                 info = os.fstat(fd)
                 if not stat.S_ISREG(info.st_mode):
                     return
-                if info.st_size and os.pread(fd, 1, info.st_size - 1) != b"\n":
+                before = _signature(info)
+                # An index no one changed since this cache's last append ends with its newline.
+                if (
+                    info.st_size
+                    and self._appended.get(key.origin) != before
+                    and os.pread(fd, 1, info.st_size - 1) != b"\n"
+                ):
                     line = b"\n" + line  # after a torn line (a writer died): a line of its own
                 write_all(fd, line)
+                after = _signature(os.fstat(fd))
+                self._appended[key.origin] = after
                 seen = self._seen.get(key.origin)
-                if seen is not None and seen[0] == _signature(info):
+                if seen is not None and seen[0] == before:
                     # Only this append (under the lock) changed the index since it was read.
-                    self._seen[key.origin] = (_signature(os.fstat(fd)), seen[1])
+                    self._seen[key.origin] = (after, seen[1])
             finally:
                 os.close(fd)
             if info.st_size + len(line) > max(_INDEX_ROOM, 2 * self._kept.get(key.origin, 0)):
@@ -181,3 +190,4 @@ class Indexes:
     def forget(self, label: str) -> None:
         self._kept.pop(label, None)
         self._seen.pop(label, None)
+        self._appended.pop(label, None)
