@@ -42,9 +42,10 @@ class PlainTrail(AuditTrail):
             fd = _open_for_append(path)
             try:
                 if _lock(fd):
-                    if not _is_current(fd, path):
+                    info = os.fstat(fd)
+                    if not _is_current(info, path):
                         continue
-                    size = os.fstat(fd).st_size
+                    size = info.st_size
                     if size and size + len(line) > self.max_bytes:
                         os.replace(path, path.with_name(path.name + ".1"))
                         continue
