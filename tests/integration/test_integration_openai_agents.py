@@ -24,7 +24,15 @@ from skillward.trust.approvals import Scope
 from skillward.trust.audit import AuditTrail
 from skillward.trust.book import ApprovalBook
 from tests.support.approvals import Scripted
-from tests.support.frameworks import LOAD_AND_READ, SWAPPED, Call, connected, events, gated_server
+from tests.support.frameworks import (
+    LOAD_AND_READ,
+    SWAPPED,
+    Call,
+    Sink,
+    connected,
+    events,
+    gated_server,
+)
 from tests.support.gated import DEPLOY_BODY_LINE, NOTES, Served
 
 pytestmark = pytest.mark.anyio
@@ -103,11 +111,13 @@ async def test_a_skill_is_listed_approved_through_the_runs_interruption_loaded_a
     assert approved.content_hash == question.content_hash
 
 
+@pytest.mark.threat("T16")
 async def test_a_denial_loads_nothing_and_tells_the_model_in_an_error_block(
     served: Served, tmp_path: Path
 ) -> None:
     trail = tmp_path / "audit.jsonl"
-    async with connected(served, audit=AuditTrail(trail)) as host:
+    sink = Sink()
+    async with connected(served, audit=AuditTrail(trail), sink=sink) as host:
         skills = SkillwardTools(host)
         agent = Agent(name="assistant", model=script(*LOAD_AND_READ), tools=skills.tools())
         first = await run(agent, "ship it")
@@ -122,6 +132,9 @@ async def test_a_denial_loads_nothing_and_tells_the_model_in_an_error_block(
     assert DEPLOY_BODY_LINE not in seen["call-2"]
     assert "SkillNotActive" in seen["call-3"]
     assert active == []
+    # Every block the model was handed, the errors included, passed the host's sink
+    # (which counts its origin as in context, T16).
+    assert set(outputs(first, done).values()) <= set(sink.texts)
     (denied,) = events(trail, "denial")
     assert denied.via == "openai-agents"
 
@@ -133,7 +146,8 @@ async def test_content_that_changes_between_question_and_answer_loads_nothing(
 ) -> None:
     trail = tmp_path / "audit.jsonl"
     model = script(*LOAD_AND_READ, [("read_skill", {"ref": "deploy"})])
-    async with connected(served, audit=AuditTrail(trail)) as host:
+    sink = Sink()
+    async with connected(served, audit=AuditTrail(trail), sink=sink) as host:
         skills = SkillwardTools(host)
         agent = Agent(name="assistant", model=model, tools=skills.tools())
         first = await run(agent, "ship it")
@@ -152,6 +166,7 @@ async def test_content_that_changes_between_question_and_answer_loads_nothing(
     assert DEPLOY_BODY_LINE not in stale
     assert active == []
     assert fresh.content_hash != question.content_hash
+    assert set(outputs(first, again).values()) <= set(sink.texts)
     denied = events(trail, "denial")
     assert [(e.via, e.content_hash) for e in denied] == [("openai-agents", question.content_hash)]
     assert not events(trail, "approval")

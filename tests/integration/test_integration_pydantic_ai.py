@@ -30,7 +30,15 @@ from skillward.trust.approvals import Scope
 from skillward.trust.audit import AuditTrail
 from skillward.trust.book import ApprovalBook
 from tests.support.approvals import Scripted
-from tests.support.frameworks import LOAD_AND_READ, SWAPPED, Call, connected, events, gated_server
+from tests.support.frameworks import (
+    LOAD_AND_READ,
+    SWAPPED,
+    Call,
+    Sink,
+    connected,
+    events,
+    gated_server,
+)
 from tests.support.gated import DEPLOY_BODY_LINE, NOTES, Served
 
 pytestmark = pytest.mark.anyio
@@ -121,12 +129,14 @@ async def test_a_skill_is_listed_approved_through_deferred_approvals_loaded_and_
     assert approved.content_hash == question.content_hash
 
 
+@pytest.mark.threat("T16")
 async def test_a_denial_loads_nothing_and_tells_the_model_in_an_error_block(
     served: Served, tmp_path: Path
 ) -> None:
     trail = tmp_path / "audit.jsonl"
     model = Model(*LOAD_AND_READ)
-    async with connected(served, audit=AuditTrail(trail)) as host:
+    sink = Sink()
+    async with connected(served, audit=AuditTrail(trail), sink=sink) as host:
         toolset = SkillwardToolset(host)
         agent = agent_for(toolset, model)
         first = await agent.run("ship it")
@@ -146,6 +156,9 @@ async def test_a_denial_loads_nothing_and_tells_the_model_in_an_error_block(
     assert "SkillNotActive" in unread
     assert NOTES.decode().strip() not in unread
     assert active == []
+    # Every block the model was handed, the errors included, passed the host's sink
+    # (which counts its origin as in context, T16).
+    assert set(model.results.values()) <= set(sink.texts)
     (denied,) = events(trail, "denial")
     assert denied.via == "pydantic-ai"
 
@@ -157,7 +170,8 @@ async def test_content_that_changes_between_question_and_answer_loads_nothing(
 ) -> None:
     trail = tmp_path / "audit.jsonl"
     model = Model(*LOAD_AND_READ, [("read_skill", {"ref": "deploy"})])
-    async with connected(served, audit=AuditTrail(trail)) as host:
+    sink = Sink()
+    async with connected(served, audit=AuditTrail(trail), sink=sink) as host:
         toolset = SkillwardToolset(host)
         agent = agent_for(toolset, model)
         first = await agent.run("ship it")
@@ -176,6 +190,7 @@ async def test_content_that_changes_between_question_and_answer_loads_nothing(
     assert "SkillNotActive" in model.results["call-3"]
     assert active == []
     assert fresh.content_hash != question.content_hash
+    assert set(model.results.values()) <= set(sink.texts)
     denied = events(trail, "denial")
     assert [(e.via, e.content_hash) for e in denied] == [("pydantic-ai", question.content_hash)]
     assert not events(trail, "approval")

@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 
+from skillward.core.context import ContextBlock
 from skillward.host import SkillHost
 from skillward.trust.audit import AuditEvent, read_events
 from tests.support.gated import Served, build_gated_tree, serve
@@ -47,3 +48,13 @@ async def connected(served: Served, **options: Any) -> AsyncIterator[SkillHost]:
 
 def events(trail: Path, kind: str) -> list[AuditEvent]:
     return [event for event in read_events(trail).events if event.event == kind]
+
+
+class Sink:
+    """A host's ContextSink that keeps every block handed to the model, as its text."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def __call__(self, block: ContextBlock) -> None:
+        self.texts.append(block.text())

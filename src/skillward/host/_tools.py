@@ -112,11 +112,11 @@ class Tools:
         try:
             record = self._tool_record(ref)
         except SkillwardError as error:
-            return self._tool_error(error, None, host_words=True)
+            return self.tool_error(error, None, host_words=True)
         except Exception:
             logger.exception("read_skill failed")
             failure = UsageError("skillward failed to load the skill")
-            return self._tool_error(failure, None, host_words=True)
+            return self.tool_error(failure, None, host_words=True)
         try:
             if record is None:  # an opted-in LABEL:URI lookup
                 record = await self._shared.lookup(ref)
@@ -124,11 +124,11 @@ class Tools:
                 # A skill this context already acts on, unchanged, asks nobody again.
                 return (await self.activate(record, reuse=True)).block
         except SkillwardError as error:
-            return self._tool_error(error, record.origin if record else None)
+            return self.tool_error(error, record.origin if record else None)
         except Exception:
             logger.exception("read_skill failed")
             failure = UsageError("skillward failed to load the skill")
-            return self._tool_error(failure, record.origin if record else None)
+            return self.tool_error(failure, record.origin if record else None)
 
     async def read_skill_file_block(self, ref: str, path: str) -> ContextBlock:
         """``read_skill_file`` as a block (:meth:`SkillHost.read_skill_file_block`). Never
@@ -136,24 +136,24 @@ class Tools:
         try:
             record = self._tool_record(ref)
         except SkillwardError as error:
-            return self._tool_error(error, None, host_words=True)
+            return self.tool_error(error, None, host_words=True)
         except Exception:
             logger.exception("read_skill_file failed")
             failure = UsageError("skillward failed to read the file")
-            return self._tool_error(failure, None, host_words=True)
+            return self.tool_error(failure, None, host_words=True)
         if record is None:  # a LABEL:URI no listing mentions: no skill loaded here
             missing = SkillNotFound(
                 "no skill loaded in this session has that ref; call "
                 f"{self._names.read_skill} with its ref first"
             )
-            return self._tool_error(missing, None, host_words=True)
+            return self.tool_error(missing, None, host_words=True)
         try:
             return await self._reads.read_listed_file(record, path)
         except SkillwardError as error:
-            return self._tool_error(error, record.origin)
+            return self.tool_error(error, record.origin)
         except Exception:
             logger.exception("read_skill_file failed")
-            return self._tool_error(UsageError("skillward failed to read the file"), record.origin)
+            return self.tool_error(UsageError("skillward failed to read the file"), record.origin)
 
     def _tool_record(self, ref: object) -> SkillRecord | None:
         """The catalog skill ``ref`` names; None for an allowed ``LABEL:URI`` lookup."""
@@ -181,7 +181,7 @@ class Tools:
             raise refuse
         return record
 
-    def _tool_error(
+    def tool_error(
         self, error: SkillwardError, origin: Origin | None, *, host_words: bool = False
     ) -> ContextBlock:
         """An error block for the model. Tagged with the origin whose text it may quote;
@@ -203,21 +203,21 @@ class Tools:
             error = UnknownServer(
                 "no connected server has that label; use the server label a skill block names"
             )
-            return self._tool_error(error, None, host_words=True)
+            return self.tool_error(error, None, host_words=True)
         try:
             return await self._reads.read_resource(server, uri)
         except SkillwardError as error:
-            return self._tool_error(error, origin)
+            return self.tool_error(error, origin)
         except Exception:
             logger.exception("read_resource failed")
-            return self._tool_error(UsageError("skillward failed to read the resource"), origin)
+            return self.tool_error(UsageError("skillward failed to read the resource"), origin)
 
     async def handle_tool_call(
         self, name: str, arguments: Mapping[str, Any] | str | None = None
     ) -> ContextBlock | None:
         """One call for a host's tool loop (:meth:`SkillHost.handle_tool_call`). Never raises."""
         if not isinstance(name, str):
-            return self._tool_error(
+            return self.tool_error(
                 UsageError("a tool call needs a tool name"), None, host_words=True
             )
         gated = name in self._shared.config.execution_tools
@@ -225,7 +225,7 @@ class Tools:
             call = self._names.read_call(name, arguments, limits=self._shared.limits)
             args = call_arguments(arguments) if gated else {}
         except UsageError as error:
-            return self._tool_error(error, None, host_words=True)
+            return self.tool_error(error, None, host_words=True)
         if call is not None:
             tool, taken = call
             if tool == LIST_SKILLS:
@@ -240,11 +240,11 @@ class Tools:
         try:
             await self._gates.authorize_execution(name, detail=_command(args), arguments=args)
         except SkillwardError as error:
-            return self._tool_error(error, None)
+            return self.tool_error(error, None)
         except Exception:
             logger.exception("authorizing %s failed", name)
             failure = ExecutionDenied("skillward could not decide on running the tool")
-            return self._tool_error(failure, None, host_words=True)
+            return self.tool_error(failure, None, host_words=True)
         return None
 
     def tool_definitions(self, style: ToolStyle = "mcp") -> list[dict[str, Any]]:

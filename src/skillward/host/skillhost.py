@@ -57,7 +57,8 @@ from typing import Any, Self
 from skillward.cache.seam import ContentCache, NoCache
 from skillward.core.config import Limits
 from skillward.core.context import CatalogItem, ContextBlock
-from skillward.core.errors import UsageError
+from skillward.core.errors import SkillwardError, UsageError
+from skillward.core.origins import Origin
 from skillward.core.registry import Collision, Declined, SkillRecord
 from skillward.edge._local import LocalSkillDir
 from skillward.edge.servers import ServerSpec
@@ -520,6 +521,18 @@ class SkillHost:
     async def read_resource_tool_json(self, server: str, uri: str) -> dict[str, Any]:
         """``read_resource`` in JSON form (:meth:`ContextBlock.to_json`)."""
         return (await self.read_resource_block(server, uri)).to_json()
+
+    def error_block(
+        self, error: SkillwardError, origin: Origin | None = None, *, host_words: bool = False
+    ) -> ContextBlock:
+        """``error`` as the block skillward's tools answer the model with, for code that
+        runs those tools its own way (``skillward.integrations`` does): it leaves through
+        this session like every block, so the sink sees it and the origin it is tagged
+        with counts as in the model's context. Tagged with ``origin`` (or the origin
+        ``error.server`` labels); with none, the block carries only the error's type,
+        unless ``host_words`` says its message is skillward's own and quotes nothing a
+        model or server chose."""
+        return self._tools.tool_error(error, origin, host_words=host_words)
 
     async def handle_tool_call(
         self, name: str, arguments: Mapping[str, Any] | str | None = None

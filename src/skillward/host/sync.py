@@ -35,7 +35,8 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from skillward.cache.seam import ContentCache
 from skillward.core.config import Limits
 from skillward.core.context import CatalogItem, ContextBlock
-from skillward.core.errors import UsageError
+from skillward.core.errors import SkillwardError, UsageError
+from skillward.core.origins import Origin
 from skillward.core.registry import Collision, Declined, SkillRecord
 from skillward.edge._local import LocalSkillDir
 from skillward.edge.servers import ServerSpec
@@ -405,6 +406,15 @@ class SyncSkillHost:
         """Blocking :meth:`SkillHost.read_resource_tool_json`. A failed read is an error
         block; raises only UsageError from async code or once closed."""
         return self._call(functools.partial(self._host.read_resource_tool_json, server, uri))
+
+    def error_block(
+        self, error: SkillwardError, origin: Origin | None = None, *, host_words: bool = False
+    ) -> ContextBlock:
+        """:meth:`SkillHost.error_block`, on the host's event loop. Raises UsageError from
+        async code or once closed."""
+        return self._call(
+            functools.partial(self._host.error_block, error, origin, host_words=host_words)
+        )
 
     def handle_tool_call(
         self, name: str, arguments: Mapping[str, Any] | str | None = None

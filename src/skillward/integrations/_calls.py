@@ -24,7 +24,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from skillward.core.context import error_block
 from skillward.core.errors import (
     AnswerRefused,
     ApprovalError,
@@ -115,7 +114,8 @@ class SkillCalls:
         """Any tool but ``read_skill``: its block's text (an error block when it failed)."""
         block = await self.host.handle_tool_call(name, arguments)
         if block is None:  # not one of skillward's tools: the framework routed it here
-            return error_block(UsageError("that is not one of skillward's tools")).text()
+            error = UsageError("that is not one of skillward's tools")
+            return self.host.error_block(error, host_words=True).text()
         return block.text()
 
     # --- read_skill ---------------------------------------------------------------------
@@ -144,7 +144,8 @@ class SkillCalls:
             return await self._read_skill(call_id, arguments, consented, can_ask)
         except Exception:
             logger.exception("read_skill failed")
-            return error_block(UsageError("skillward failed to load the skill")).text()
+            error = UsageError("skillward failed to load the skill")
+            return self.host.error_block(error, host_words=True).text()
 
     async def _read_skill(
         self, call_id: str | None, arguments: Any, consented: bool, can_ask: bool
@@ -174,7 +175,7 @@ class SkillCalls:
         try:
             call = tools.read_call(tools.read_skill, arguments, limits=self.host.limits)
         except UsageError as error:
-            return error_block(error).text()
+            return self.host.error_block(error, host_words=True).text()
         assert call is not None
         ref = call[1]["ref"]
         record = await self._record(ref)
@@ -243,7 +244,7 @@ class SkillCalls:
             server=key.origin,
             uri=key.locator,
         )
-        return error_block(error, origin=request.record.origin).text()
+        return self.host.error_block(error, request.record.origin).text()
 
     def not_asked(self) -> str:
         """The error block of a call that needs the person's approval and did not ask."""
@@ -251,16 +252,12 @@ class SkillCalls:
             "loading this skill needs the person's approval, and this call did not ask them "
             f"about it; nothing was loaded. Call {self.tools.read_skill} again to ask them"
         )
-        return error_block(error).text()
+        return self.host.error_block(error, host_words=True).text()
 
     def _error(self, error: SkillwardError, origin: Origin | None) -> str:
         """An error block: tagged with the origin whose text it may quote; with none, only
         skillward's words (the model's and an unknown origin's are left out)."""
-        if origin is None and error.server is not None:
-            origin = self.host.registry.find_origin(error.server)
-        if origin is None:
-            error = UsageError(f"the request failed ({type(error).__name__})")
-        return error_block(error, origin=origin).text()
+        return self.host.error_block(error, origin).text()
 
     # --- the person's answers, from the host's code ----------------------------------------
 
