@@ -4,8 +4,11 @@ deletion, a reordering and a truncation each found at the line they break."""
 
 from __future__ import annotations
 
+import gc
 import json
+import os
 import shutil
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -425,3 +428,77 @@ def test_a_trail_deleted_whole_stays_found_after_skillward_writes_a_new_one(
     verdict = verify_trail(path, keys=MemoryKeys(keyring))
     assert verdict.broken is not None
     assert verdict.broken.how in ("truncated", "replaced")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Windows writers open the file each event")
+def test_a_writer_opens_its_file_once_while_it_stays_the_file_at_the_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "audit.jsonl"
+    audit = trail(path, Keyring())
+    audit.record("gate", "allowed", label="first", reason="r")
+    opened: list[object] = []
+    real_open = os.open
+
+    def counting(file: Any, *args: Any, **kwargs: Any) -> int:
+        opened.append(file)
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counting)
+    for n in range(5):
+        audit.record("gate", "allowed", label=f"again{n}", reason="r")
+    assert opened == []
+    monkeypatch.undo()
+    audit.close()
+    assert [e.label for e in read_events(path).events][-1] == "again4"
+
+
+def test_a_writer_follows_the_file_another_writer_rotated_in(tmp_path: Path) -> None:
+    keyring = Keyring()
+    path = tmp_path / "audit.jsonl"
+    kept = trail(path, keyring, max_audit_bytes=4096)
+    kept.record("gate", "allowed", label="kept", reason="x" * 100)
+    other = trail(path, keyring, max_audit_bytes=4096)
+    while not rotated(path).exists():
+        other.record("gate", "allowed", label="other", reason="x" * 100)
+    kept.record("gate", "allowed", label="kept after", reason="r")
+    assert [e.label for e in read_events(path).events][-1] == "kept after"
+    assert b"kept after" not in rotated(path).read_bytes()
+    kept.close()
+    other.close()
+    verdict = verify_trail(path, keys=MemoryKeys(keyring))
+    assert verdict.intact, verdict.broken
+
+
+@pytest.mark.parametrize("how", ["moved", "removed"])
+def test_a_file_taken_away_from_the_path_gets_no_more_events(tmp_path: Path, how: str) -> None:
+    keyring = Keyring()
+    path = tmp_path / "audit.jsonl"
+    audit = trail(path, keyring)
+    audit.record("gate", "allowed", label="before", reason="r")
+    if how == "moved":
+        path.rename(tmp_path / "elsewhere.jsonl")
+    else:
+        path.unlink()
+    audit.record("gate", "allowed", label="after", reason="r")
+    assert [e.label for e in read_events(path).events] == ["after"]
+    if how == "moved":
+        assert b"after" not in (tmp_path / "elsewhere.jsonl").read_bytes().split(b"before")[1]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no /proc/self/fd")
+def test_a_closed_trail_holds_no_file_and_still_records(tmp_path: Path) -> None:
+    fds = Path("/proc/self/fd")
+    if not fds.is_dir():
+        pytest.skip("no /proc/self/fd")
+    before = len(list(fds.iterdir()))
+    path = tmp_path / "audit.jsonl"
+    audit = trail(path, Keyring())
+    audit.record("gate", "allowed", label="one", reason="r")
+    audit.close()
+    assert len(list(fds.iterdir())) == before
+    audit.record("gate", "allowed", label="two", reason="r")
+    del audit
+    gc.collect()
+    assert len(list(fds.iterdir())) == before
+    assert [e.label for e in read_events(path).events] == ["one", "two"]

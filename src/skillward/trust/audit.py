@@ -22,8 +22,9 @@ intact, or the first line that breaks and how. A writer keeps the chain's head i
 memory and reads only the file's last line when another writer wrote since, so an
 event costs a hash more than a plain line; the key store is asked once a checkpoint.
 
-The file is opened without following symlinks, appended one line per write, and
-rotated at ``Limits.max_audit_bytes`` (the previous file is kept as ``audit.jsonl.1``,
+The file is opened without following symlinks (and kept open between events while it is
+still the file at its path, checked under its lock each write), appended one line per
+write, and rotated at ``Limits.max_audit_bytes`` (the previous file is kept as ``audit.jsonl.1``,
 and the new file's first line chains to its last). Writers, in threads or processes,
 take the file's lock before they rotate or append (waiting a moment at most): so
 several rotating at once rotate once, no event is lost and the chain stays one line
@@ -47,6 +48,7 @@ import stat
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,6 +120,9 @@ _LOCK_WAIT = 1.0
 _LOCK_POLL = 0.001
 # Files a writer opens again when others rotated the one it had, before it writes anyway.
 _REOPENS = 8
+# Whether a writer keeps its file open between events: Windows cannot rename (rotate) a
+# file someone holds open.
+_KEEP_OPEN = sys.platform != "win32"
 # Free-text fields are bounded: they hold labels, URIs and skillward's words only.
 _TEXT_LIMIT = 2048
 # Bytes of a file's end read to find its last line (a line is far shorter).
@@ -342,6 +347,8 @@ class AuditTrail:
         self._lock = threading.Lock()
         self._failed: str | None = None
         self._head: _Head | None = None
+        # The file this writer keeps open between events (see _opened), and its closer.
+        self._kept: tuple[Path, int, weakref.finalize[[int], AuditTrail]] | None = None
         # Events this writer recorded since its last checkpoint, and when that was.
         self._since = 0
         self._checkpointed = time.monotonic()
@@ -410,6 +417,8 @@ class AuditTrail:
                     self._write(self.path, None)
                 except OSError as error:
                     self._write_failed(self.path, error)
+        with self._lock:
+            self._let_go()
         if self._exporter is not None:
             self._exporter.flush(flush)
 
@@ -553,24 +562,53 @@ class AuditTrail:
         """Append the event ``body`` (None: a checkpoint alone) to the file at ``path``,
         chained, rotating it first if it would pass the cap. Rotation and the write happen
         under the file's lock, and only if it is still the file at ``path``; one another
-        writer rotated away is opened again. So a rotation never moves or replaces a file
-        another writer is about to write, and the chain stays one line after another."""
+        writer rotated away (or anyone moved or removed) is let go and the file at ``path``
+        opened. So a rotation never moves or replaces a file another writer is about to
+        write, and the chain stays one line after another."""
         for attempt in range(_REOPENS + 1):
-            fd = _open_for_append(path)
+            fd = self._opened(path)
+            locked = False
             try:
                 locked = _lock(fd)
                 info = os.fstat(fd)  # once locked: its size as the other writers left it
                 if locked and attempt < _REOPENS:
                     if not _is_current(info, path):
+                        self._let_go()
                         continue  # rotated while we waited: write to the new file
                     size = info.st_size
                     if size and body is not None and size + len(body) + CHAIN_ROOM > self.max_bytes:
                         os.replace(path, rotated(path))
+                        self._let_go()
                         continue
                 self._chain(fd, info, path, body, locked=locked)
-                return
+            except BaseException:
+                self._let_go()  # a file that failed is opened afresh next time
+                raise
             finally:
-                os.close(fd)  # releases the lock
+                if locked and self._kept is not None:
+                    _unlock(fd)
+            if not _KEEP_OPEN:
+                self._let_go()
+            return
+
+    def _opened(self, path: Path) -> int:
+        """The file at ``path``, opened for appending: the one this writer keeps open
+        between events while it is still there (each write checks that, under the lock),
+        so an event costs no open and close of its own."""
+        kept = self._kept
+        if kept is not None:
+            if kept[0] == path:
+                return kept[1]
+            self._let_go()
+        fd = _open_for_append(path)
+        self._kept = (path, fd, weakref.finalize(self, os.close, fd))
+        return fd
+
+    def _let_go(self) -> None:
+        """Close the file this writer kept open, if any (which releases its lock)."""
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            kept[2]()
 
     def _chain(
         self, fd: int, info: os.stat_result, path: Path, body: bytes | None, *, locked: bool
@@ -583,6 +621,17 @@ class AuditTrail:
             n, digest, newline = head.n, head.digest, True
         else:
             n, digest, newline = self._tail(fd, size, path)
+        if body is not None and newline and not (size == 0 and locked):
+            self._since += 1
+            if not (locked and self._due()):
+                # The usual event: one line, no checkpoint due.
+                n += 1
+                line = chain_line(body, n, digest)
+                data = line + b"\n"
+                os.write(fd, data)
+                self._head = _Head(file, size + len(data), n, line_hash(line))
+                return
+            self._since -= 1  # counted again below, with the checkpoint after it
         lines: list[bytes] = []
         signed: tuple[int, bytes] | None = None  # the last checkpoint with a code
         ends_checkpointed = False
@@ -608,10 +657,7 @@ class AuditTrail:
             add(body)
             self._since += 1
             ends_checkpointed = False
-        due = self._since >= self.limits.audit_checkpoint_events or (
-            time.monotonic() - self._checkpointed >= self.limits.audit_checkpoint_seconds
-        )
-        if locked and self._since and not ends_checkpointed and (body is None or due):
+        if locked and self._since and not ends_checkpointed and (body is None or self._due()):
             checkpoint()
         if not lines:
             return
@@ -626,6 +672,12 @@ class AuditTrail:
         if ends_checkpointed:
             self._since = 0
             self._checkpointed = time.monotonic()
+
+    def _due(self) -> bool:
+        """Whether a checkpoint is due after the events recorded since the last one."""
+        return self._since >= self.limits.audit_checkpoint_events or (
+            time.monotonic() - self._checkpointed >= self.limits.audit_checkpoint_seconds
+        )
 
     def _tail(self, fd: int, size: int, path: Path) -> tuple[int, str, bool]:
         """The chain's last line number and hash, and whether the file ends a line, read
@@ -681,21 +733,28 @@ class AuditTrail:
 
 
 def _lock(fd: int) -> bool:
-    """Take the file's lock (held until ``fd`` is closed), waiting ``_LOCK_WAIT`` at most
-    for another writer; False if it stays busy. Windows has no such lock: writers there
-    rotate without it."""
+    """Take the file's lock (held until released or ``fd`` is closed), waiting
+    ``_LOCK_WAIT`` at most for another writer; False if it stays busy. Windows has no
+    such lock: writers there rotate without it."""
     if sys.platform == "win32":
         return True
-    deadline = time.monotonic() + _LOCK_WAIT
+    deadline = None
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            if time.monotonic() >= deadline:
+            now = time.monotonic()
+            deadline = deadline if deadline is not None else now + _LOCK_WAIT
+            if now >= deadline:
                 return False
             time.sleep(_LOCK_POLL)
         else:
             return True
+
+
+def _unlock(fd: int) -> None:
+    if sys.platform != "win32":
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def _is_current(ours: os.stat_result, path: Path) -> bool:
