@@ -8,7 +8,6 @@ changed is approved again from scratch.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import weakref
 from pathlib import Path
@@ -253,14 +252,7 @@ class Activator:
             )
         granted = self._granted_tools(request, answer)
         if record.origin.is_mcp:
-            activation = await self._activate_mcp(record)
-            requested = request.requested_tools
-            activation = dataclasses.replace(
-                activation,
-                requested_tools=requested,
-                granted_tools=granted,
-                tools_refused=request.tools_refused if requested else None,
-            )
+            activation = await self._activate_mcp(request, granted)
         else:
             activation = self._activate_local(record)
         self._window.open(activation)
@@ -326,7 +318,10 @@ class Activator:
             )
         return granted
 
-    async def _activate_mcp(self, record: SkillRecord) -> Activation:
+    async def _activate_mcp(
+        self, request: ActivationRequest, granted: tuple[str, ...]
+    ) -> Activation:
+        record = request.record
         entry = record.entry
         assert entry is not None
         label = record.origin.label
@@ -357,7 +352,16 @@ class Activator:
             verified=not entry.is_dynamic,
             unverifiable=entry.is_dynamic,
         )
-        return Activation(record, block, entry, content_hash=content_hash(entry))
+        requested = request.requested_tools
+        return Activation(
+            record,
+            block,
+            entry,
+            requested_tools=requested,
+            granted_tools=granted,
+            tools_refused=request.tools_refused if requested else None,
+            content_hash=content_hash(entry),
+        )
 
     def _activate_local(self, record: SkillRecord) -> Activation:
         assert record.directory is not None
