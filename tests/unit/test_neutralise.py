@@ -60,3 +60,18 @@ def test_marker_folds_are_every_other_character_ignorecase_matches_in_skillward(
     assert others == {utf8 for utf8, _ in _neutralise._MARKER_FOLDS}
     for utf8, letter in _neutralise._MARKER_FOLDS:
         assert re.fullmatch(letter.decode(), utf8.decode(), flags=re.IGNORECASE)
+
+
+@pytest.mark.threat("T21")
+@given(st.lists(st.one_of(st.none(), CONTENT, st.text(), st.just(FIXED.upper())), max_size=6))
+def test_scanning_values_for_the_flags_finds_what_neutralising_each_would(
+    values: list[str | None],
+) -> None:
+    scanned = _neutralise.Findings()
+    _neutralise.scan_values(values, FIXED, scanned)
+    each = _neutralise.Findings()
+    for value in values:
+        if value is not None:
+            _neutralise.neutralise_value(value, FIXED, each)
+    assert scanned == each
+    assert scanned.flags() == each.flags()

@@ -386,6 +386,24 @@ def neutralise_value(value: str, boundary: str, findings: Findings | None = None
     return value[:VALUE_LIMIT] + "..." if len(value) > VALUE_LIMIT else value
 
 
+def scan_values(values: Iterable[str | None], boundary: str, findings: Findings) -> None:
+    """Count into ``findings`` what :func:`neutralise_value` would change in each of
+    ``values`` (None skipped), for a block's flags. A short ASCII value with nothing to
+    change (the first check of :func:`neutralise_within`) costs one regex search here."""
+    suspect = _tables().short_suspect.search
+    for value in values:
+        if value is None:
+            continue
+        if (
+            len(value) <= _SHORT
+            and value.isascii()
+            and not suspect(value)
+            and boundary not in value.lower()
+        ):
+            continue
+        neutralise_value(value, boundary, findings)
+
+
 def is_neutral(text: str, boundary: str) -> bool:
     # Neutralisation is a fixed point, so neutral text is exactly what it leaves alone.
     return neutralise_within(text, boundary, None) == text

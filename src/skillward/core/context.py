@@ -55,6 +55,7 @@ from skillward.core._neutralise import (
     neutralise_value,
     neutralise_within,
     new_boundary,
+    scan_values,
 )
 from skillward.core.errors import SkillwardError, UsageError
 from skillward.core.origins import Origin
@@ -450,12 +451,9 @@ def _build(
             flags.append(
                 f"{FLAG_TOO_MANY_MARKS}: more than {budget} characters in {len(raw)} bytes"
             )
-    strings = list(untrusted)
+    scan_values(untrusted, boundary, findings)  # for the flags
     if origin is not None:
-        strings += [origin.label, origin.detail]
-    for value in strings:
-        if value is not None:
-            neutralise_value(value, boundary, findings)  # for the flags
+        scan_values((origin.label, origin.detail), boundary, findings)
     fields.setdefault("uri", None)
     fields.setdefault("digest", None)
     fields.setdefault("verified", False)
