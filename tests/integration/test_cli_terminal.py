@@ -288,29 +288,94 @@ def test_serve_of_a_directory_with_no_skill_says_what_a_skill_folder_is_and_exit
     assert lines[1] == f"skillward: no skill to serve under {refused}: the lines above say why"
 
 
-@pytest.mark.parametrize("http", [False, True], ids=["stdio", "http"])
-def test_serve_says_what_it_serves_and_stops_on_ctrl_c_in_one_line(
-    tmp_path: Path, http: bool
-) -> None:
-    skills = tmp_path / "skills"
-    write(skills, "pdf/SKILL.md", skill_md("pdf", "PDF tools"))
-    options = ["--http", "127.0.0.1:0"] if http else []
-    process = subprocess.Popen(
-        [sys.executable, "-m", "skillward", "serve", str(skills), *options],
+_INITIALIZE = (
+    json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"},
+            },
+        }
+    )
+    + "\n"
+)
+
+
+def with_sigint(disposition: str, argv: list[str]) -> list[str]:
+    """``argv`` started with SIGINT ``default`` or ``ignored`` (as a non-interactive
+    shell starts a background job, and so everything it runs), whatever this process has."""
+    handler = "SIG_IGN" if disposition == "ignored" else "SIG_DFL"
+    trampoline = (
+        f"import os, signal, sys; signal.signal(signal.SIGINT, signal.{handler}); "
+        "os.execv(sys.argv[1], sys.argv[1:])"
+    )
+    return [sys.executable, "-c", trampoline, *argv]
+
+
+def stop_with_ctrl_c(
+    argv: list[str], ready: str, *, talk: bool, sigint: str
+) -> tuple[str, str, int]:
+    """Start ``argv`` with SIGINT ``sigint``, wait for the stderr line starting with
+    ``ready`` (``talk``: then have an MCP client's initialize answered over stdio), send
+    SIGINT: the ready line, the rest of stderr, the exit code."""
+    with subprocess.Popen(
+        with_sigint(sigint, argv),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=environment(),
-    )
-    try:
+    ) as process:
         assert process.stderr is not None
-        started = process.stderr.readline().decode()
-        process.send_signal(signal.SIGINT)
-        _, rest = process.communicate(timeout=TIMEOUT)
-    finally:
-        process.kill()
-        process.wait(timeout=TIMEOUT)
+        assert process.stdin is not None
+        assert process.stdout is not None
+        try:
+            while not (line := process.stderr.readline().decode()).startswith(ready):
+                assert line, "ended before it was ready"
+            if talk:
+                process.stdin.write(_INITIALIZE.encode())
+                process.stdin.flush()
+                assert json.loads(process.stdout.readline())["id"] == 1
+            process.send_signal(signal.SIGINT)
+            _, rest = process.communicate(timeout=TIMEOUT)
+        finally:
+            process.kill()
+            process.wait(timeout=TIMEOUT)
+    return line, rest.decode(), process.returncode
+
+
+@pytest.mark.parametrize("sigint", ["default", "ignored"])
+@pytest.mark.parametrize(
+    ("http", "talk"),
+    [(False, False), (False, True), (True, False)],
+    ids=["stdio-idle", "stdio-in-session", "http"],
+)
+def test_serve_says_what_it_serves_and_stops_on_ctrl_c_in_one_line(
+    tmp_path: Path, http: bool, talk: bool, sigint: str
+) -> None:
+    # Started with SIGINT ignored, it is stopped by it all the same: a serving command
+    # takes Ctrl-C itself (before, it went on serving, or ended without saying so).
+    skills = tmp_path / "skills"
+    write(skills, "pdf/SKILL.md", skill_md("pdf", "PDF tools"))
+    options = ["--http", "127.0.0.1:0"] if http else []
+    argv = [sys.executable, "-m", "skillward", "serve", str(skills), *options]
+    started, rest, code = stop_with_ctrl_c(argv, "skillward serve: ", talk=talk, sigint=sigint)
     where = "at http://127.0.0.1:" if http else f"from {skills} over stdio"
     assert started.startswith(f"skillward serve: 1 skill {where}")
-    assert rest.decode() == "skillward serve: stopped\n"
-    assert process.returncode == 0
+    assert rest == "skillward serve: stopped\n"
+    assert code == 0
+
+
+@pytest.mark.parametrize("sigint", ["default", "ignored"])
+@pytest.mark.parametrize("talk", [False, True], ids=["idle", "in-session"])
+def test_the_gateway_stops_on_ctrl_c_saying_so(talk: bool, sigint: str) -> None:
+    argv = [sys.executable, "-m", "skillward", "gateway", "--no-local", "--no-cache"]
+    ready, rest, code = stop_with_ctrl_c(
+        argv, "skillward gateway: 0 skills", talk=talk, sigint=sigint
+    )
+    assert ready.rstrip().endswith("over stdio")
+    assert rest == "skillward gateway: stopped\n"
+    assert code == 0

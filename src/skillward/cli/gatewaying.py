@@ -113,6 +113,7 @@ def _seconds(text: str) -> float:
 def gateway(args: argparse.Namespace) -> int:
     import anyio
 
+    from skillward.cli._interrupt import until_interrupted
     from skillward.core.errors import UsageError
     from skillward.terminal.prompts import Terminal
 
@@ -129,8 +130,10 @@ def gateway(args: argparse.Namespace) -> int:
     # Nothing but the protocol on stdout: notes and errors go to stderr.
     terminal = Terminal(out=sys.stderr, err=sys.stderr, json_errors=args.json, command_line=True)
     try:
-        anyio.run(_serve, args, terminal)
-    except KeyboardInterrupt:
+        interrupted = anyio.run(until_interrupted, functools.partial(_serve, args, terminal))
+    except KeyboardInterrupt:  # before the event loop took Ctrl-C
+        interrupted = True
+    if interrupted:
         print("skillward gateway: stopped", file=sys.stderr)
     return EXIT_OK
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skillward.cli._context import EXIT_OK, add_serving_command
+from skillward.cli._interrupt import until_interrupted
 from skillward.core.errors import UsageError
 
 if TYPE_CHECKING:
@@ -98,8 +99,8 @@ def serve(args: argparse.Namespace) -> int:
         if args.http is None:
 
             async def run_stdio() -> None:
-                # Said from inside the event loop, once Ctrl-C is handled by it; stdout
-                # carries the protocol, people read stderr.
+                # Said once Ctrl-C is handled; stdout carries the protocol, people read
+                # stderr.
                 print(
                     f"skillward serve: {catalog.summary()} from {directory} over stdio",
                     file=sys.stderr,
@@ -107,22 +108,24 @@ def serve(args: argparse.Namespace) -> int:
                 )
                 await server.serve_stdio(mcp_server)
 
-            anyio.run(run_stdio)
-            return EXIT_OK
-        host, port = args.http
-        server.quiet_transport_logs()
+            interrupted = anyio.run(until_interrupted, run_stdio)
+        else:
+            host, port = args.http
+            server.quiet_transport_logs()
 
-        async def run_http() -> None:
-            async with server.serve_http(mcp_server, host=host, port=port) as url:
-                print(
-                    f"skillward serve: {catalog.summary()} at {url}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                await anyio.sleep_forever()
+            async def run_http() -> None:
+                async with server.serve_http(mcp_server, host=host, port=port) as url:
+                    print(
+                        f"skillward serve: {catalog.summary()} at {url}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    await anyio.sleep_forever()
 
-        anyio.run(run_http)
-    except KeyboardInterrupt:
+            interrupted = anyio.run(until_interrupted, run_http)
+    except KeyboardInterrupt:  # before the event loop took Ctrl-C
+        interrupted = True
+    if interrupted:
         print("skillward serve: stopped", file=sys.stderr)
     return EXIT_OK
 

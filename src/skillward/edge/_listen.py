@@ -8,10 +8,11 @@ caller is cancelled.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
-from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
 from typing import Any
 
 import anyio
@@ -72,6 +73,16 @@ def listen(host: str, port: int) -> socket.socket:
     return socket.socket(bound.family, bound.type, socket.IPPROTO_TCP, fileno=bound.detach())
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, leaving signals to the command that runs it: it stops when its
+    task is cancelled (``should_exit``, below), never on a signal handler of its own,
+    which would take Ctrl-C from the command while it serves and raise it again after."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
 async def serve_asgi(
     app: ASGIApp,
     sock: socket.socket,
@@ -96,7 +107,7 @@ async def serve_asgi(
         access_log=False,
         timeout_graceful_shutdown=grace,
     )
-    http = uvicorn.Server(config)
+    http = _Server(config)
     port = sock.getsockname()[1]
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}{path}"
     stopped = anyio.Event()
