@@ -112,6 +112,16 @@ async def test_with_no_keyring_a_host_still_approves_for_the_session_and_says_wh
     assert "fail Keyring" in notes[0]
 
 
+def test_a_keyring_that_cannot_hold_the_audit_trails_key_says_so_in_the_trails_words() -> None:
+    approvals = OsKeyring("x", backend=FAIL()).unavailable()
+    audit = OsKeyring("x", backend=FAIL(), prefix="audit").unavailable()
+    assert approvals is not None
+    assert "approvals cannot be remembered" in approvals
+    assert audit is not None
+    assert "the audit trail's checkpoints cannot be authenticated" in audit
+    assert "approval" not in audit
+
+
 class Plaintext(KeyringBackend):
     """Works, but keeps secrets in the clear: keyring rates such backends below 1."""
 

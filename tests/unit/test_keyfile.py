@@ -190,6 +190,39 @@ def test_a_key_file_others_can_read_is_refused_naming_the_path_and_the_fix(
     assert machine.store().get(RECORD.key) == RECORD
 
 
+@pytest.mark.parametrize("problem", ["open to others", "a symbolic link"])
+def test_the_audit_trails_key_files_are_refused_in_the_trails_words_never_the_approvals(
+    machine: Machine, tmp_path: Path, problem: str
+) -> None:
+    keys = FileKeyring(
+        str(tmp_path / "audit.jsonl"),
+        machine.directory,
+        discovery=[machine.skills],
+        workspace=machine.workspace,
+        prefix="audit",
+    )
+    assert keys.key(create=True) is not None
+    if problem == "open to others":
+        keys.key_path.chmod(0o644)
+    else:
+        elsewhere = tmp_path / "planted"
+        elsewhere.write_bytes(keys.key_path.read_bytes())
+        keys.key_path.unlink()
+        keys.key_path.symlink_to(elsewhere)
+    again = FileKeyring(
+        str(tmp_path / "audit.jsonl"),
+        machine.directory,
+        discovery=[machine.skills],
+        workspace=machine.workspace,
+        prefix="audit",
+    )
+    why = again.unavailable()
+    assert why is not None
+    assert str(keys.key_path) in why
+    assert "audit trail's checkpoints" in why
+    assert "approval" not in why
+
+
 def test_a_key_file_opened_to_others_while_a_process_runs_is_refused_at_its_next_read(
     machine: Machine,
 ) -> None:

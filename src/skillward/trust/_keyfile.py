@@ -36,6 +36,7 @@ import stat
 import sys
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from skillward.core.config import Limits
@@ -85,6 +86,32 @@ def _holds(outer: Path, inner: Path) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class _Words:
+    """What the refusals say of a key: what removing it costs, what reading it allows,
+    and what to do once someone else may have read it."""
+
+    lost: str
+    power: str
+    exposed: str
+
+
+_WORDS = {
+    "approvals": _Words(
+        lost="every remembered approval is then asked again",
+        power="sign approvals",
+        exposed="then `skillward approvals reset` if anyone else may have read it",
+    ),
+    "audit": _Words(
+        lost="the audit trail's checkpoints made before can then no longer be checked "
+        "(`skillward audit verify` stops at the first of them)",
+        power="forge the audit trail's checkpoints",
+        exposed="if anyone else may have read it, the trail's checkpoints made before "
+        "vouch for nothing: say so to whoever collects the trail",
+    ),
+}
+
+
 class FileKeyring(KeyItems):
     """A key provider keeping the store's key and rollback counter in files (see the
     module docstring): ``scope`` is the store's path, ``directory`` defaults to ``keys``
@@ -110,6 +137,7 @@ class FileKeyring(KeyItems):
         self.key_path = self.directory / item_name(scope, "key", prefix)
         self.counter_path = self.directory / item_name(scope, "generation", prefix)
         self.chosen = chosen
+        self._words = _WORDS.get(prefix, _WORDS["approvals"])
         self._discovery = (
             tuple(discovery)
             if discovery is not None
@@ -232,27 +260,25 @@ class FileKeyring(KeyItems):
         if not stat.S_ISREG(info.st_mode):
             raise _Refused(
                 f"{name} {path} is not a regular file",
-                f"remove it (rm -r {path}); every remembered approval is then asked again",
+                f"remove it (rm -r {path}); {self._words.lost}",
             )
         if info.st_uid != os.geteuid():
             raise _Refused(
                 f"{name} {path} belongs to uid {info.st_uid}, not to you (uid {os.geteuid()})",
-                f"remove it (rm {path}); every remembered approval is then asked again",
+                f"remove it (rm {path}); {self._words.lost}",
             )
         if info.st_mode & _PRIVATE:
             raise _Refused(
                 f"{name} {path} is open to group or others (mode "
-                f"{stat.S_IMODE(info.st_mode):04o}), so whoever read it could sign approvals",
-                f"chmod 600 {path}, then `skillward approvals reset` if anyone else may "
-                "have read it",
+                f"{stat.S_IMODE(info.st_mode):04o}), so whoever read it could "
+                f"{self._words.power}",
+                f"chmod 600 {path}; {self._words.exposed}",
             )
 
-    @staticmethod
-    def _link(path: Path, name: str) -> _Refused:
+    def _link(self, path: Path, name: str) -> _Refused:
         return _Refused(
             f"{name} {path} is a symbolic link, which skillward never follows",
-            f"remove the link (rm {path}); skillward makes a new one, and every remembered "
-            "approval is then asked again",
+            f"remove the link (rm {path}); skillward makes a new one, and {self._words.lost}",
         )
 
     def _unreadable(self, path: Path, exc: OSError) -> _Refused:

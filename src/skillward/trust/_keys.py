@@ -71,6 +71,13 @@ _FIRST_PAUSE = 0.01
 _T = TypeVar("_T")
 
 
+#: What a key store that cannot be used means, by whose keys it holds.
+_UNKEPT = {
+    "approvals": "approvals cannot be remembered",
+    "audit": "the audit trail's checkpoints cannot be authenticated",
+}
+
+
 def item_name(scope: str, what: str, prefix: str = "approvals") -> str:
     """The name of the store's ``what`` (``key``, ``generation``) for the store at path
     ``scope``: a short hash of the path, so two stores never share an item. ``prefix``
@@ -341,7 +348,7 @@ class OsKeyring(KeyItems):
         if priority < 1:
             return (
                 f"{self.description} is not a recommended one (priority {priority:g} < 1), "
-                "so approvals cannot be remembered"
+                f"so {_UNKEPT.get(self._prefix, _UNKEPT['approvals'])}"
             )
         probe = secrets.token_hex(8)
         account = self._account("probe")
