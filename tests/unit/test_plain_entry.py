@@ -10,9 +10,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from skillward.core._entries import entry_rule, summarise
+from skillward.core._entries import (
+    bare_frontmatter_fits,
+    check_frontmatter_bounds,
+    entry_rule,
+    summarise,
+)
 from skillward.core.config import Limits
 from skillward.core.errors import InvalidEntry, SkillTooLarge
+from skillward.core.rules import RuleError
 from skillward.core.wire import SkillEntry, parse_entry, plain_entry
 
 DIGEST = "sha256:" + "0f" * 32
@@ -167,6 +173,7 @@ LIMITS = st.sampled_from(
         Limits(),
         Limits(max_frontmatter_bytes=64),
         Limits(max_frontmatter_nodes=4),
+        Limits(max_frontmatter_nodes=5),
         Limits(max_frontmatter_depth=1),
         Limits(max_skill_files=512, max_skill_bytes=16 * 1024 * 1024),
     ]
@@ -291,6 +298,10 @@ REFUSED = {
     "an encoded dot": lambda d: _file(d, uri="skill://acme/billing/refunds/%2e%2e/x.md"),
     "a backslash": lambda d: _file(d, uri="skill://acme/billing/refunds/a\\..\\x.md"),
     "a file of another skill": lambda d: _file(d, uri="skill://acme/billing/other/x.md"),
+    "a file URI past the length a URI may have": lambda d: _file(
+        d, uri="skill://acme/billing/refunds/" + "x" * 2048
+    ),
+    "a file the root's name continues": lambda d: _file(d, uri="skill://acme/billing/refundsx.md"),
     "a file listed twice": lambda d: _file(d, uri=d["uri"]),
     "an uppercase scheme": lambda d: {**d, "uri": "SKILL" + d["uri"][5:]},
     "a Cyrillic letter in the name": lambda d: _frontmatter(d, name="r\u0435funds"),
@@ -306,3 +317,37 @@ REFUSED = {
 def test_a_hostile_change_to_a_plain_entry_leaves_it_to_the_model(change: Any) -> None:
     data = change(plain())
     assert plain_entry(data, Limits()) is None
+
+
+#: Bounds around the bare frontmatter's own counts (5 values, 1 level, 28 bytes and the
+#: strings' lengths), as a policy may set them: integers or floats, each positive.
+BOUNDS = st.one_of(
+    st.integers(min_value=1, max_value=80),
+    st.floats(min_value=0.5, max_value=80, allow_nan=False),
+    st.integers(min_value=1, max_value=10**6),
+)
+
+
+@pytest.mark.threat("T11")
+@given(
+    name=st.text(max_size=40),
+    description=st.text(max_size=60),
+    size=BOUNDS,
+    depth=BOUNDS,
+    nodes=BOUNDS,
+)
+def test_a_bare_frontmatter_is_bounded_as_the_walk_bounds_it(
+    name: str, description: str, size: float, depth: float, nodes: float
+) -> None:
+    limits = Limits(
+        max_frontmatter_bytes=size,  # type: ignore[arg-type]
+        max_frontmatter_depth=depth,  # type: ignore[arg-type]
+        max_frontmatter_nodes=nodes,  # type: ignore[arg-type]
+    )
+    try:
+        check_frontmatter_bounds({"name": name, "description": description}, limits)
+    except RuleError:
+        walked = False
+    else:
+        walked = True
+    assert bare_frontmatter_fits(name, description, limits) is walked

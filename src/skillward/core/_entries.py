@@ -68,6 +68,26 @@ def check_frontmatter_bounds(value: object, limits: Limits) -> None:
         )
 
 
+#: What :func:`~skillward.core._fields.json_size` counts for ``{"name": N, "description":
+#: D}`` beside the two strings' lengths: the braces and separators (5), each key with
+#: its quotes (6 and 13), each value's quotes (2 and 2).
+_BARE_FRONTMATTER_BYTES = 28
+#: Its values, keys included: the object, two keys, two strings.
+_BARE_FRONTMATTER_NODES = 5
+
+
+def bare_frontmatter_fits(name: str, description: str, limits: Limits) -> bool:
+    """Whether :func:`check_frontmatter_bounds` passes the frontmatter ``{"name": name,
+    "description": description}`` (two strings, no other key), computed rather than
+    walked: the walk's count only grows, so it passes when none of its three bounds is
+    passed at the end. A listing's entries are mostly of this shape."""
+    return (
+        limits.max_frontmatter_depth > 0
+        and limits.max_frontmatter_nodes >= _BARE_FRONTMATTER_NODES
+        and _BARE_FRONTMATTER_BYTES + len(name) + len(description) <= limits.max_frontmatter_bytes
+    )
+
+
 def too_many_files(count: int, limit: int) -> str:
     return f"skill lists {count} files; this host accepts at most {limit}"
 

@@ -34,6 +34,7 @@ from skillward.core.errors import InvalidUri
 
 __all__ = [
     "MAX_URI_LENGTH",
+    "PLAIN_PATH_RE",
     "SKILL_FILE",
     "ResourceUri",
     "SkillRoot",
@@ -88,8 +89,10 @@ _PLAIN_SKILL_MD_RE = re.compile(
     r"(?!file://)[a-z][a-z0-9+.\-]*://(?!\.\.?/)[A-Za-z0-9\-._~!$&'()*+,;=]+"
     r"(?:/(?!\.\.?/)[A-Za-z0-9\-._~!$&'()*+,;=:@]+)*/SKILL\.md\Z"
 )
-#: Path segments with no percent-encoding, none of them "." or "..".
-_PLAIN_PATH_RE = re.compile(
+#: Path segments with no percent-encoding, none of them "." or "..": what
+#: :func:`plainly_below` matches after the root and its slash (a listing matches it itself
+#: for each of an entry's files, with the root's slash added once).
+PLAIN_PATH_RE = re.compile(
     r"(?!\.\.?(?:/|\Z))[A-Za-z0-9\-._~!$&'()*+,;=:@]+(?:/(?!\.\.?(?:/|\Z))[A-Za-z0-9\-._~!$&'()*+,;=:@]+)*\Z"
 )
 
@@ -253,7 +256,7 @@ def plainly_below(root: str, text: str) -> bool:
         len(text) <= MAX_URI_LENGTH
         and text.startswith(root)
         and text[len(root) : len(root) + 1] == "/"
-        and _PLAIN_PATH_RE.match(text, len(root) + 1) is not None
+        and PLAIN_PATH_RE.match(text, len(root) + 1) is not None
     )
 
 

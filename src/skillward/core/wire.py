@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
-from typing import Annotated, Any, Literal, Self, TypeVar
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     AfterValidator,
@@ -45,6 +45,7 @@ from pydantic.alias_generators import to_camel
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from skillward.core._entries import (
+    bare_frontmatter_fits,
     check_frontmatter_bounds,
     check_manifest,
     entry_rule,
@@ -80,6 +81,8 @@ from skillward.core.errors import (
 )
 from skillward.core.rules import RuleError
 from skillward.core.uris import (
+    MAX_URI_LENGTH,
+    PLAIN_PATH_RE,
     ResourceUri,
     SkillRoot,
     parse_uri,
@@ -326,10 +329,11 @@ def plain_entry(data: object, limits: Limits) -> SkillEntry | None:
     JSON's exact types (``dict``, ``list``, ``str``, ``int``), the URI and every file's
     in plain form (:func:`~skillward.core.uris.plain_skill_root`, :func:`_plain_manifest`),
     a valid name and description (the predicates the model's validators use), the
-    frontmatter within its caps (:func:`check_frontmatter_bounds`, as the model applies it).
-    None for anything else, which only the model judges and names the problem of: so this
-    accepts a subset of what the model accepts, and gives an equal entry (the property
-    tests of ``tests/unit/test_plain_entry.py`` hold it to that).
+    frontmatter within its caps (:func:`check_frontmatter_bounds`, as the model applies it;
+    computed by :func:`~skillward.core._entries.bare_frontmatter_fits` for one of the name
+    and the description alone). None for anything else, which only the model judges and
+    names the problem of: so this accepts a subset of what the model accepts, and gives an
+    equal entry (the property tests of ``tests/unit/test_plain_entry.py`` hold it to that).
 
     Why: a listing of 10,000 entries spent as long in pydantic's validation of them as in
     the garbage collector's walks over what it left, a field set for each entry and each
@@ -352,21 +356,31 @@ def plain_entry(data: object, limits: Limits) -> SkillEntry | None:
         or not is_description(description)
     ):
         return None
-    extra = {}
-    if len(frontmatter) > 2:
+    if len(frontmatter) == 2:  # exactly the name and the description, as most are
+        extra: dict[str, Any] = {}
+        if not bare_frontmatter_fits(name, description, limits):
+            return None
+    else:
         extra = {k: v for k, v in frontmatter.items() if k not in _FRONTMATTER_SET}
         if any(type(key) is not str for key in extra):
             return None
-    try:
-        check_frontmatter_bounds(frontmatter, limits)
-    except RuleError:
-        return None
+        try:
+            check_frontmatter_bounds(frontmatter, limits)
+        except RuleError:
+            return None
     resources = data.get("resources")
     if type(resources) is str:
         if resources != DYNAMIC:
             return None
         files: tuple[ResourceItem, ...] | Literal["dynamic"] = "dynamic"
     elif type(resources) is list and len(resources) <= limits.max_skill_files:
+        # Each item's fields, and what _plain_manifest holds the manifest to, in one pass:
+        # each URI once, plainly below the root, the skill's own among them, the total
+        # within the limit.
+        below = root + "/"
+        start = len(below)
+        seen: set[str] = set()
+        total = 0
         built = []
         for item in resources:
             if type(item) is not dict:
@@ -377,24 +391,36 @@ def plain_entry(data: object, limits: Limits) -> SkillEntry | None:
                 or type(digest) is not str
                 or type(size) is not int
                 or size < 0
-                or not DIGEST_RE.match(digest)
+                or not _DIGEST_MATCH(digest)
+                or file in seen
+                or len(file) > MAX_URI_LENGTH
+                or not file.startswith(below)
+                or not _PLAIN_PATH_MATCH(file, start)
             ):
                 return None
-            built.append(_item(file, digest, size))
-        files = tuple(built)
-        if not _plain_manifest(root, uri, files, limits):
+            seen.add(file)
+            total += size
+            made = _new(ResourceItem)
+            _set_uri(made, file)
+            _set_digest(made, digest)
+            _set_size(made, size)
+            built.append(made)
+        if uri not in seen or total > limits.max_skill_bytes:
             return None
+        files = tuple(built)
     else:
         return None
-    fields_set = _FRONTMATTER_SET if not extra else {"name", "description", *extra}
-    fields = {"name": name, "description": description}
-    built_frontmatter = _built(Frontmatter, fields, extra, fields_set)
-    return _built(
-        SkillEntry,
-        {"uri": uri, "frontmatter": built_frontmatter, "resources": files},
-        None,
-        _ENTRY_SET,
-    )
+    made_frontmatter = _new(Frontmatter)
+    _set_dict(made_frontmatter, {"name": name, "description": description})
+    _set_extra(made_frontmatter, extra)
+    _set_fields(made_frontmatter, {"name", "description", *extra} if extra else _FRONTMATTER_SET)
+    _set_private(made_frontmatter, None)
+    entry = _new(SkillEntry)
+    _set_dict(entry, {"uri": uri, "frontmatter": made_frontmatter, "resources": files})
+    _set_extra(entry, None)
+    _set_fields(entry, _ENTRY_SET)
+    _set_private(entry, None)
+    return entry
 
 
 #: The field sets of an entry and of a frontmatter with no unknown keys, each shared by
@@ -403,31 +429,19 @@ def plain_entry(data: object, limits: Limits) -> SkillEntry | None:
 _ENTRY_SET = {"uri", "frontmatter", "resources"}
 _FRONTMATTER_SET = {"name", "description"}
 _new = object.__new__
-_set = object.__setattr__
-
-
-def _built(
-    model: type[_Model], fields: dict[str, Any], extra: dict[str, Any] | None, fields_set: set[str]
-) -> _Model:
-    """An instance of ``model`` holding what its validation would have set."""
-    instance = _new(model)
-    _set(instance, "__dict__", fields)
-    _set(instance, "__pydantic_extra__", extra)
-    _set(instance, "__pydantic_fields_set__", fields_set)
-    _set(instance, "__pydantic_private__", None)
-    return instance
-
-
-def _item(uri: str, digest: str, size: int) -> ResourceItem:
-    """A manifest item whose fields were checked already."""
-    item = _new(ResourceItem)
-    _set(item, "uri", uri)
-    _set(item, "digest", digest)
-    _set(item, "size", size)
-    return item
-
-
-_Model = TypeVar("_Model", bound=BaseModel)
+# What building an instance sets, each set as object.__setattr__ would (the data
+# descriptor it finds on the type), without looking it up again for each of a listing's
+# entries: a model's __dict__ and the three slots pydantic's BaseModel declares; a
+# manifest item's three slots.
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_fields = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+_set_uri = ResourceItem.__dict__["uri"].__set__
+_set_digest = ResourceItem.__dict__["digest"].__set__
+_set_size = ResourceItem.__dict__["size"].__set__
+_DIGEST_MATCH = DIGEST_RE.match
+_PLAIN_PATH_MATCH = PLAIN_PATH_RE.match
 
 
 def parse_entry(
