@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
@@ -399,3 +401,64 @@ def test_every_label_is_written_as_itself(label: str) -> None:
     # written reference reaches at most one label (labels are unique, and compared exactly).
     assert normalise_label(label) == label
     assert parse_reference(f"{label}:deploy").label == label
+
+
+PATHS = st.sampled_from(["a/refunds", "b/refunds", "a/deploy", "refunds", "c/a/deploy"])
+
+
+@given(
+    picks=st.lists(st.tuples(PATHS, st.booleans(), st.booleans()), max_size=8),
+    before=st.lists(PATHS, max_size=3),
+)
+def test_setting_an_origin_holds_what_putting_its_records_in_turn_holds(
+    picks: list[tuple[str, bool, bool]], before: list[str]
+) -> None:
+    # Records listed twice (the same object, or an equal one, listed or not) and an
+    # origin replaced: set_origin is put of each in turn, after the origin is emptied.
+    made: dict[str, SkillRecord] = {}
+    records = []
+    for path, again, listed in picks:
+        fresh = mcp_record(ACME, path, listed=listed)
+        records.append(made.setdefault(path, fresh) if again else fresh)
+    batched, one_by_one = Registry(), Registry()
+    for registry in (batched, one_by_one):
+        registry.set_origin(ACME, [mcp_record(ACME, path) for path in before])
+        registry.set_origin(DOCS, [mcp_record(DOCS, "a/refunds")])
+    batched.set_origin(ACME, records)
+    one_by_one.set_origin(ACME, [])
+    for record in records:
+        one_by_one.put(record)
+    assert batched.records() == one_by_one.records()
+    assert [batched.get(r.key) is one_by_one.get(r.key) for r in records] == [True] * len(records)
+    assert batched._names == one_by_one._names
+    assert batched.collisions() == one_by_one.collisions()
+
+
+def test_setting_an_origin_refuses_a_record_of_an_origin_it_does_not_know() -> None:
+    registry = Registry()
+    with pytest.raises(UnknownServer):
+        registry.set_origin(ACME, [mcp_record(DOCS, "a/refunds")])
+
+
+@given(path=PATHS, listed=st.booleans())
+def test_a_record_from_an_entry_is_the_one_its_constructor_makes(path: str, listed: bool) -> None:
+    made = mcp_record(ACME, path, listed=listed)
+    assert made.entry is not None
+    built = SkillRecord(
+        key=SkillKey(ACME.label, made.entry.uri),
+        origin=ACME,
+        name=made.entry.name,
+        description=made.entry.description,
+        path=path,
+        entry=made.entry,
+        listed=listed,
+    )
+    assert made == built
+    assert repr(made) == repr(built)
+    assert hash(made.key) == hash(built.key)
+    assert [getattr(made, f.name) for f in dataclasses.fields(SkillRecord)] == [
+        getattr(built, f.name) for f in dataclasses.fields(SkillRecord)
+    ]
+    assert [f.name for f in dataclasses.fields(SkillKey)] == ["origin", "locator"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.name = "other"  # type: ignore[misc]

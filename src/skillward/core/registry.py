@@ -85,16 +85,43 @@ class SkillRecord:
 
     @classmethod
     def from_entry(cls, origin: Origin, entry: SkillEntry, *, listed: bool = True) -> SkillRecord:
-        return cls(
-            key=SkillKey(origin.label, entry.uri),
-            origin=origin,
-            name=entry.name,
-            description=entry.description,
-            # From the URI's text: the entry's parsed root is built only when first used.
-            path=_skill_path(entry.uri),
-            entry=entry,
-            listed=listed,
-        )
+        uri = entry.uri
+        # What the dataclasses' own __init__ would set, set as it sets each field (a frozen
+        # dataclass calls object.__setattr__, which finds the slot's descriptor), without
+        # the keyword call: a listing makes one for each of its 10,000 entries. A test holds
+        # it equal to the constructor's record, and to the fields the dataclass declares.
+        key = _new(SkillKey)
+        _KEY_ORIGIN(key, origin.label)
+        _KEY_LOCATOR(key, uri)
+        record = _new(cls)
+        _RECORD_KEY(record, key)
+        _RECORD_ORIGIN(record, origin)
+        frontmatter = entry.frontmatter
+        _RECORD_NAME(record, frontmatter.name)
+        _RECORD_DESCRIPTION(record, frontmatter.description)
+        # From the URI's text: the entry's parsed root is built only when first used.
+        _RECORD_PATH(record, _skill_path(uri))
+        _RECORD_ENTRY(record, entry)
+        _RECORD_DIRECTORY(record, None)
+        _RECORD_LISTED(record, listed)
+        return record
+
+
+_new = object.__new__
+_KEY_ORIGIN, _KEY_LOCATOR = (SkillKey.__dict__[field].__set__ for field in ("origin", "locator"))
+(
+    _RECORD_KEY,
+    _RECORD_ORIGIN,
+    _RECORD_NAME,
+    _RECORD_DESCRIPTION,
+    _RECORD_PATH,
+    _RECORD_ENTRY,
+    _RECORD_DIRECTORY,
+    _RECORD_LISTED,
+) = (
+    SkillRecord.__dict__[field].__set__
+    for field in ("key", "origin", "name", "description", "path", "entry", "directory", "listed")
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +176,10 @@ def _keys(held: SkillKey | tuple[SkillKey, ...]) -> tuple[SkillKey, ...]:
 
 def _skill_path(uri: str) -> str:
     """The skill path of a skill's canonical ``SKILL.md`` URI, read off its text."""
-    return uri.partition("://")[2].removesuffix(f"/{SKILL_FILE}")
+    return uri.partition("://")[2].removesuffix(_SKILL_FILE_SUFFIX)
+
+
+_SKILL_FILE_SUFFIX = f"/{SKILL_FILE}"
 
 
 def parse_reference(text: str) -> Reference:
@@ -242,8 +272,22 @@ class Registry:
             raise ConfigError(f"label {origin.label!r} is already used by a {existing.kind} origin")
         self.remove_origin(origin.label)
         self._origins[origin.label] = origin
+        # As put, each in turn, with what put checks and clears done once: after
+        # remove_origin, a key is held already only when it is listed twice (put replaces it).
+        if self._shown:
+            self._shown.clear()
+        self._collided = None
+        held, names, origins = self._records, self._names, self._origins
         for record in records:
-            self.put(record)
+            if record.origin.label not in origins:
+                raise UnknownServer(f"no origin labelled {record.origin.label!r}")
+            key = record.key
+            count = len(held)
+            if held.setdefault(key, record) is not record or len(held) == count:
+                self.put(record)
+                continue
+            named = names.get(record.name)
+            names[record.name] = key if named is None else (*_keys(named), key)
         self._declined[origin.label] = list(declined)
 
     def put(self, record: SkillRecord) -> None:

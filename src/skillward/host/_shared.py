@@ -203,8 +203,8 @@ class Shared:
         for refused in declined:
             logger.info("declined an entry of %s: %s", connection.label, refused.error)
         self.registry.set_origin(origin, records, declined)
-        # An entry listed twice is registered once.
-        return len({record.key for record in records}), len(declined)
+        # An entry listed twice is registered once (its key is its URI, under this label).
+        return len({entry.uri for entry in listing.entries}), len(declined)
 
     async def disconnect(self, label: str) -> None:
         """Close the connection, forget its skills, and end their acting windows in
