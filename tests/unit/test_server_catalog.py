@@ -19,6 +19,7 @@ from skillward.core.verify import sha256_digest
 from skillward.core.wire import parse_entry
 from skillward.edge._tree import (
     FileTooLarge,
+    _prefix,
     encode_segment,
     find_skill_dirs,
     read_regular_file,
@@ -330,3 +331,11 @@ async def test_unknown_cursors_get_invalid_params(tmp_path: Path, cursor: str) -
             with pytest.raises(ServerRejected) as info:
                 await client.list_skills_page(cursor)
     assert info.value.code == -32602
+
+
+@given(
+    path=st.text(alphabet="/ab.\\:", max_size=8),
+    name=st.text(alphabet="ab.\\: ", min_size=1, max_size=4),
+)
+def test_a_walks_paths_are_joined_as_os_path_join_joins_them(path: str, name: str) -> None:
+    assert _prefix(path) + name == os.path.join(path, name)

@@ -19,7 +19,7 @@ import re
 import secrets
 import stat
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from skillward.core.uris import SKILL_FILE
@@ -261,15 +261,37 @@ def _kind(entry: os.DirEntry[str]) -> int:
 def _list(directory: Where, allowed: int, where: object) -> Listing:
     """The entries of ``directory`` by name; OverflowError past ``allowed`` of them, as
     they are read: a huge directory is never listed whole."""
-    entries = []
+    entries: Listing = []
+    append = entries.append
     with os.scandir(directory) as iterator:
         for entry in iterator:
             allowed -= 1
             if allowed < 0:
                 raise _too_many(where)
-            entries.append((entry.name, _kind(entry)))
+            # A file or a directory (most entries) told here, the rest by _kind: a call
+            # for each of a large tree's entries is most of the cost of listing it.
+            if entry.is_file(follow_symlinks=False):
+                append((entry.name, _FILE))
+            elif entry.is_dir(follow_symlinks=False):
+                append((entry.name, _DIR))
+            else:
+                append((entry.name, _kind(entry)))
     entries.sort()
     return entries
+
+
+if os.altsep is None:
+
+    def _prefix(path: str) -> str:
+        """What ``os.path.join(path, name)`` puts before any ``name`` a listing gives (never
+        one with a separator): ``path``, and a separator unless it ends in one. As
+        posixpath.join does it, without its call for each of a large tree's entries."""
+        return path if not path or path.endswith("/") else path + "/"
+
+else:  # drives and two separators: as os.path.join does it
+
+    def _prefix(path: str) -> str:
+        return os.path.join(path, "")
 
 
 def _done(directory: Where) -> None:
@@ -285,9 +307,9 @@ class _Walk:
     root: object
     left: int
     max_depth: int
-    found: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    listings: Listings | None = None
+    found: list[tuple[tuple[str, ...], str]]
+    notes: list[str]
+    listings: Listings | None
 
     def listing(self, directory: Where, path: str) -> Listing:
         entries = self.listings.get(path) if self.listings is not None else None
@@ -311,7 +333,7 @@ def _walk(
     listings: Listings | None,
 ) -> _Walk:
     limits = limits or TreeLimits()
-    walk = _Walk(root, limits.max_entries, limits.max_depth, listings=listings)
+    walk = _Walk(root, limits.max_entries, limits.max_depth, [], [], listings)
     directory = str(root) if at is None else os.dup(at)
     try:
         step(walk, directory, str(root), ())
@@ -356,22 +378,23 @@ def _find(walk: _Walk, directory: Where, path: str, parts: tuple[str, ...]) -> N
         walk.listings[path] = entries
     deep = len(parts) >= walk.max_depth
     below: list[str] = []
+    prefix = _prefix(path)
     for name, kind in entries:
         if name == SKILL_FILE:
             if kind == _FILE:
                 walk.found.append((parts, path))
             elif kind in (_LINK, _LINKED_DIR):
-                walk.notes.append(f"{os.path.join(path, name)}: symlinked SKILL.md skipped")
+                walk.notes.append(f"{prefix + name}: symlinked SKILL.md skipped")
         if deep:
             continue
         if kind == _DIR:
             if name[0] != "." and name not in SKIPPED_DIRS:
                 below.append(name)
         elif kind == _LINKED_DIR:
-            walk.notes.append(f"{os.path.join(path, name)}: symlinked directory not followed")
+            walk.notes.append(f"{prefix + name}: symlinked directory not followed")
     # This directory's SKILL.md comes before any below it, whatever their names.
     for name in below:
-        _into(_find, walk, directory, os.path.join(path, name), (*parts, name))
+        _into(_find, walk, directory, prefix + name, (*parts, name))
 
 
 def walk_files(
@@ -397,12 +420,14 @@ def walk_files(
 
 def _files(walk: _Walk, directory: Where, path: str, parts: tuple[str, ...]) -> None:
     deeper = len(parts) + 1 >= walk.max_depth
+    prefix = _prefix(path)
+    found = walk.found
     for name, kind in walk.listing(directory, path):
         if name[0] == "." or name in SKIPPED_DIRS:  # hidden, or skipped by name
             continue
-        child_path = os.path.join(path, name)
+        child_path = prefix + name
         if kind == _FILE:
-            walk.found.append(((*parts, name), child_path))
+            found.append(((*parts, name), child_path))
         elif kind == _DIR:
             if deeper:
                 walk.notes.append(f"{child_path}: deeper than {walk.max_depth} levels, skipped")
