@@ -570,6 +570,11 @@ def parse_entries(
     """Each of ``items`` parsed into ``entries``, or the reason it is refused into
     ``rejected``."""
     for item in items:
+        # The plain path first, as parse_entry takes it, without its call for each entry.
+        plain = plain_entry(item, limits)
+        if plain is not None:
+            entries.append(plain)
+            continue
         try:
             entries.append(parse_entry(item, server=server, limits=limits))
         except (InvalidEntry, SkillTooLarge) as exc:
