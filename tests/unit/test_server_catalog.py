@@ -339,3 +339,18 @@ async def test_unknown_cursors_get_invalid_params(tmp_path: Path, cursor: str) -
 )
 def test_a_walks_paths_are_joined_as_os_path_join_joins_them(path: str, name: str) -> None:
     assert _prefix(path) + name == os.path.join(path, name)
+
+
+@pytest.mark.threat("T11")
+@settings(max_examples=60, deadline=None)
+@given(length=st.integers(1, 60), size=st.integers(20, 100))
+def test_a_frontmatter_of_a_name_and_description_alone_is_bounded_as_a_host_bounds_it(
+    length: int, size: int
+) -> None:
+    limits = Limits(max_frontmatter_bytes=size)
+    with tempfile.TemporaryDirectory() as tmp:
+        write(Path(tmp), "s/SKILL.md", skill_md("s", description="d" * length))
+        served = SkillCatalog.from_directory(tmp, limits=limits)
+        checked = _HostChecked.from_directory(tmp, limits=limits)
+    assert list(served.skills) == list(checked.skills)
+    assert bool(served.skills) is (28 + 1 + length <= size)
