@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skillward.cli._context import EXIT_OK, add_serving_command
-from skillward.cli._interrupt import until_interrupted
 from skillward.core.errors import UsageError
 
 if TYPE_CHECKING:
@@ -84,6 +83,7 @@ def _host_port(text: str) -> tuple[str, int]:
 def serve(args: argparse.Namespace) -> int:
     import anyio
 
+    from skillward.cli._interrupt import until_interrupted
     from skillward.serve import server  # imports mcp; only this command needs it
     from skillward.serve.catalog import example_skills_dir
 
