@@ -370,12 +370,20 @@ def test_serve_says_what_it_serves_and_stops_on_ctrl_c_in_one_line(
 
 
 @pytest.mark.parametrize("sigint", ["default", "ignored"])
-@pytest.mark.parametrize("talk", [False, True], ids=["idle", "in-session"])
-def test_the_gateway_stops_on_ctrl_c_saying_so(talk: bool, sigint: str) -> None:
+@pytest.mark.parametrize(
+    ("http", "talk"),
+    [(False, False), (False, True), (True, False)],
+    ids=["stdio-idle", "stdio-in-session", "http"],
+)
+def test_the_gateway_stops_on_ctrl_c_saying_so(http: bool, talk: bool, sigint: str) -> None:
     argv = [sys.executable, "-m", "skillward", "gateway", "--no-local", "--no-cache"]
+    argv += ["--http", "127.0.0.1:0"] if http else []
     ready, rest, code = stop_with_ctrl_c(
         argv, "skillward gateway: 0 skills", talk=talk, sigint=sigint
     )
-    assert ready.rstrip().endswith("over stdio")
+    if http:
+        assert ready.startswith("skillward gateway: 0 skills at http://127.0.0.1:")
+    else:
+        assert ready.rstrip().endswith("over stdio")
     assert rest == "skillward gateway: stopped\n"
     assert code == 0
