@@ -29,7 +29,13 @@ async def until_interrupted(serve: Callable[[], Awaitable[None]]) -> bool:
             interrupted = True
             scope.cancel()
 
-        loop.add_signal_handler(signal.SIGINT, interrupt)
+        try:
+            loop.add_signal_handler(signal.SIGINT, interrupt)
+        except (NotImplementedError, RuntimeError, ValueError):
+            # No signal handlers on this loop (Windows) or thread (not the main one): Ctrl-C
+            # is Python's KeyboardInterrupt, as the caller also handles.
+            await serve()
+            return False
         try:
             await serve()
         finally:
