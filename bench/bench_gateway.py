@@ -17,7 +17,10 @@ says ``--no-cache``, the disk cache.
   it verified and holds (no upstream read; still decided and audited);
   ``read_skill_file`` under ``--no-cache`` reads the upstream each call.
 * **sdk double hop**: the SDK's client to a minimal pass-through proxy on the same SDK
-  (``_proxies.py sdk``), whose tool call is one ``resources/read`` on the upstream.
+  (``_proxies.py sdk``), whose tool call is one ``resources/read`` on the upstream. The
+  file is read through a proxy (and upstream) of its own, as the gateway's file read has
+  a process of its own: read through the SKILL.md proxy, it came straight after that
+  proxy's own call in nearly every round, and so ran warm while the gateway ran cold.
 * **fastmcp proxy**: FastMCP's ``create_proxy`` over the upstream (``_proxies.py fastmcp``;
   a test dependency here), read through with ``resources/read``.
 * **embedded**: a ``SkillHost`` in this process, built as the command line builds it
@@ -224,6 +227,7 @@ async def over_stdio(skills: Path, env: dict[str, str], count: int) -> None:
         uncached = await connect(stack, [*gateway, "--no-cache"], env)
         proxies = [PY, str(HERE / "_proxies.py")]
         hop = await connect(stack, [*proxies, "sdk", "--", *upstream], env)
+        file_hop = await connect(stack, [*proxies, "sdk", "--", *upstream], env)
         fast = await connect(stack, [*proxies, "fastmcp", "--", *upstream], env)
         direct = await connect(stack, upstream, env)
         load = ["load", REF, "--no-local", "--server", f"{LABEL}={command}"]
@@ -242,7 +246,7 @@ async def over_stdio(skills: Path, env: dict[str, str], count: int) -> None:
             _text(await hop.call_tool("read", {"uri": SKILL_URI}))
 
         async def double_hop_file() -> None:
-            _text(await hop.call_tool("read", {"uri": FILE_URI}))
+            _text(await file_hop.call_tool("read", {"uri": FILE_URI}))
 
         async def fastmcp_skill() -> None:
             await fast.read_resource(SKILL_URI, cache_mode="bypass")
