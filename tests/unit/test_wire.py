@@ -103,12 +103,16 @@ def test_an_entry_lists_its_files_by_their_sorted_paths_below_its_root(paths: li
     fresh = sorted(parsed.root.file_path(parse_uri(uri)) for uri in parsed.manifest)
     assert parsed.file_paths == tuple(fresh)
     assert parsed.file_paths is parsed.file_paths  # kept, not listed again
+    by_path = {parsed.root.file_path(parse_uri(uri)): uri for uri in parsed.manifest}
+    assert dict(parsed.uri_by_path) == by_path
+    assert parsed.uri_by_path is parsed.uri_by_path  # made once per entry
     validated = SkillEntry.model_validate(parsed.model_dump(by_alias=True))
     assert validated.file_paths == tuple(fresh)
 
 
 def test_a_dynamic_entry_lists_no_files() -> None:
     assert parse_entry(entry(resources="dynamic")).file_paths == ()
+    assert not parse_entry(entry(resources="dynamic")).uri_by_path
 
 
 def test_dynamic_resources_are_accepted_and_marked_unverifiable() -> None:

@@ -259,6 +259,14 @@ class SkillEntry(WireModel):
         root = self.root
         return tuple(sorted(root.file_path(parse_uri(uri)) for uri in self._by_uri))
 
+    @cached_property
+    def uri_by_path(self) -> Mapping[str, str]:
+        """Each listed file's URI by its path below the skill's directory, as
+        :attr:`file_paths` spells it (of two URIs with one path, the later listed): what
+        ``read_skill_file`` compares a path against, on every call. Empty when dynamic."""
+        root = self.root
+        return MappingProxyType({root.file_path(parse_uri(uri)): uri for uri in self._by_uri})
+
     @property
     def total_size(self) -> int:
         if isinstance(self.resources, str):

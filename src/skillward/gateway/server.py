@@ -297,9 +297,6 @@ class Gateway:
 
     def _record(self, session: ClientSession, ref: str) -> SkillRecord:
         """The catalog skill ``ref`` names; the error quotes nothing the model passed."""
-        refuse = SkillNotFound(
-            "no skill in the catalog has that ref; pass a ref exactly as list_skills shows it"
-        )
         try:
             record = session.host.registry.resolve(parse_reference(ref))
         except AmbiguousName:
@@ -307,9 +304,9 @@ class Gateway:
                 "that ref matches several skills; pass a ref exactly as list_skills shows it"
             ) from None
         except (SkillNotFound, UnknownServer, UsageError):
-            raise refuse from None
+            raise _not_in_catalog() from None
         if not record.listed:
-            raise refuse
+            raise _not_in_catalog()
         return record
 
     @staticmethod
@@ -513,6 +510,13 @@ class Gateway:
             "manifest_hash": activation.content_hash if activation is not None else None,
         }
         return result(block, meta)
+
+
+def _not_in_catalog() -> SkillNotFound:
+    # Made only when raised: a ref that resolves (every read) builds no error.
+    return SkillNotFound(
+        "no skill in the catalog has that ref; pass a ref exactly as list_skills shows it"
+    )
 
 
 def _audit_denial(session: ClientSession, pending: PendingApproval, reason: str) -> None:

@@ -110,27 +110,29 @@ class Reads:
                 )
             if activation.ended is not None:
                 raise self._activator.ended(activation, locator)
-            unlisted = UnlistedResource(
-                f"skill {ref!r} lists no file at that path; pass a path exactly as its skill "
-                "block lists it",
-                server=label,
-                uri=locator,
-                local=not record.origin.is_mcp,
-            )
             entry = activation.entry
             if entry is None:  # a local skill: the files its block listed
                 if path not in activation.block.files:
-                    raise unlisted
+                    raise self._not_at_path(record, ref)
                 return await self._read_file(record, path)
-            listed = {entry.root.file_path(parse_uri(uri)): uri for uri in entry.manifest}
-            uri = listed.get(path)
+            uri = entry.uri_by_path.get(path)  # the held entry's map, made once
             if uri is None:
-                raise unlisted
+                raise self._not_at_path(record, ref)
             if uri == entry.uri:
                 raise UsageError(
                     f"SKILL.md of skill {ref!r} is loaded with {read_skill}", server=label
                 )
             return await self._read_skill_file(record, entry, uri)
+
+    @staticmethod
+    def _not_at_path(record: SkillRecord, ref: str) -> UnlistedResource:
+        return UnlistedResource(
+            f"skill {ref!r} lists no file at that path; pass a path exactly as its skill "
+            "block lists it",
+            server=record.origin.label,
+            uri=record.key.locator,
+            local=not record.origin.is_mcp,
+        )
 
     def _unlisted(self, record: SkillRecord, entry: SkillEntry, uri: str) -> UnlistedResource:
         files = entry.file_paths

@@ -157,17 +157,16 @@ class Tools:
 
     def _tool_record(self, ref: object) -> SkillRecord | None:
         """The catalog skill ``ref`` names; None for an allowed ``LABEL:URI`` lookup."""
-        shown = f"pass a ref exactly as {self._names.list_skills} shows it"
-        refuse = SkillNotFound(f"no skill in the catalog has that ref; {shown}")
         if not isinstance(ref, str):
-            raise refuse
+            raise self._refuse()
         try:
             reference = parse_reference(ref)
         except UsageError:
-            raise refuse from None
+            raise self._refuse() from None
         try:
             record = self._shared.registry.resolve(reference)
         except AmbiguousName:
+            shown = f"pass a ref exactly as {self._names.list_skills} shows it"
             raise UsageError(f"that ref matches several skills; {shown}") from None
         except (SkillNotFound, UnknownServer):
             if (
@@ -176,10 +175,15 @@ class Tools:
                 and reference.label is not None
             ):
                 return None
-            raise refuse from None
+            raise self._refuse() from None
         if not record.listed and not self._shared.config.allow_uri_lookups:
-            raise refuse
+            raise self._refuse()
         return record
+
+    def _refuse(self) -> SkillNotFound:
+        # Made only when raised: a call that resolves (every read) builds no error.
+        shown = f"pass a ref exactly as {self._names.list_skills} shows it"
+        return SkillNotFound(f"no skill in the catalog has that ref; {shown}")
 
     def tool_error(
         self, error: SkillwardError, origin: Origin | None, *, host_words: bool = False
