@@ -16,6 +16,7 @@ from skillward.core._entries import (
     entry_rule,
     summarise,
 )
+from skillward.core._fields import json_size
 from skillward.core.config import Limits
 from skillward.core.errors import InvalidEntry, SkillTooLarge
 from skillward.core.rules import RuleError
@@ -344,10 +345,24 @@ def test_a_bare_frontmatter_is_bounded_as_the_walk_bounds_it(
         max_frontmatter_depth=depth,  # type: ignore[arg-type]
         max_frontmatter_nodes=nodes,  # type: ignore[arg-type]
     )
+    frontmatter = {"name": name, "description": description}
+    # The walk itself, which check_frontmatter_bounds skips for this shape.
     try:
-        check_frontmatter_bounds({"name": name, "description": description}, limits)
-    except RuleError:
+        size = json_size(
+            frontmatter,
+            limit=limits.max_frontmatter_bytes,
+            max_depth=limits.max_frontmatter_depth,
+            max_nodes=limits.max_frontmatter_nodes,
+        )
+    except ValueError:
         walked = False
     else:
-        walked = True
+        walked = size <= limits.max_frontmatter_bytes
     assert bare_frontmatter_fits(name, description, limits) is walked
+    try:
+        check_frontmatter_bounds(frontmatter, limits)
+    except RuleError:
+        checked = False
+    else:
+        checked = True
+    assert checked is walked

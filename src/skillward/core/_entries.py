@@ -53,6 +53,14 @@ _ITEM_KEYS = frozenset({"uri", "digest", "size", "_meta"})
 
 
 def check_frontmatter_bounds(value: object, limits: Limits) -> None:
+    if type(value) is dict and len(value) == 2:  # most skills': the name and description
+        name, description = value.get("name"), value.get("description")
+        if (
+            type(name) is str
+            and type(description) is str
+            and bare_frontmatter_fits(name, description, limits)
+        ):
+            return  # within the caps, as the walk below would find
     try:
         size = json_size(
             value,

@@ -45,7 +45,6 @@ from pydantic.alias_generators import to_camel
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from skillward.core._entries import (
-    bare_frontmatter_fits,
     check_frontmatter_bounds,
     check_manifest,
     entry_rule,
@@ -337,11 +336,10 @@ def plain_entry(data: object, limits: Limits) -> SkillEntry | None:
     JSON's exact types (``dict``, ``list``, ``str``, ``int``), the URI and every file's
     in plain form (:func:`~skillward.core.uris.plain_skill_root`, :func:`_plain_manifest`),
     a valid name and description (the predicates the model's validators use), the
-    frontmatter within its caps (:func:`check_frontmatter_bounds`, as the model applies it;
-    computed by :func:`~skillward.core._entries.bare_frontmatter_fits` for one of the name
-    and the description alone). None for anything else, which only the model judges and
-    names the problem of: so this accepts a subset of what the model accepts, and gives an
-    equal entry (the property tests of ``tests/unit/test_plain_entry.py`` hold it to that).
+    frontmatter within its caps (:func:`check_frontmatter_bounds`, as the model applies it).
+    None for anything else, which only the model judges and names the problem of: so this
+    accepts a subset of what the model accepts, and gives an equal entry (the property
+    tests of ``tests/unit/test_plain_entry.py`` hold it to that).
 
     Why: a listing of 10,000 entries spent as long in pydantic's validation of them as in
     the garbage collector's walks over what it left, a field set for each entry and each
@@ -364,18 +362,15 @@ def plain_entry(data: object, limits: Limits) -> SkillEntry | None:
         or not is_description(description)
     ):
         return None
-    if len(frontmatter) == 2:  # exactly the name and the description, as most are
-        extra: dict[str, Any] = {}
-        if not bare_frontmatter_fits(name, description, limits):
-            return None
-    else:
+    extra: dict[str, Any] = {}
+    if len(frontmatter) > 2:
         extra = {k: v for k, v in frontmatter.items() if k not in _FRONTMATTER_SET}
         if any(type(key) is not str for key in extra):
             return None
-        try:
-            check_frontmatter_bounds(frontmatter, limits)
-        except RuleError:
-            return None
+    try:
+        check_frontmatter_bounds(frontmatter, limits)
+    except RuleError:
+        return None
     resources = data.get("resources")
     if type(resources) is str:
         if resources != DYNAMIC:

@@ -21,11 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from skillward.core._entries import (
-    bare_frontmatter_fits,
-    check_frontmatter_bounds,
-    name_mismatch,
-)
+from skillward.core._entries import check_frontmatter_bounds, name_mismatch
 from skillward.core._fields import DIRECTORY_MIME_TYPE, LIM_BYTES, LIM_FILES, lint_frontmatter
 from skillward.core.config import Limits
 from skillward.core.errors import FrontmatterError, InvalidEntry, InvalidUri, SkillTooLarge
@@ -318,17 +314,8 @@ class SkillCatalog:
                 f"invalid skill entry: a file URI is {longest} characters; hosts accept at "
                 f"most {MAX_URI_LENGTH}"
             )
-        frontmatter = skill.frontmatter
-        name, description = frontmatter.get("name"), frontmatter.get("description")
-        if (
-            len(frontmatter) == 2
-            and type(name) is str
-            and type(description) is str
-            and bare_frontmatter_fits(name, description, limits)
-        ):
-            return  # within the caps, as the walk below would find (most skills' shape)
         try:
-            check_frontmatter_bounds(frontmatter, limits)
+            check_frontmatter_bounds(skill.frontmatter, limits)
         except RuleError as exc:
             raise InvalidEntry(f"invalid skill entry: frontmatter: {exc.message}") from None
 
