@@ -300,8 +300,7 @@ def neutralise_within(
     """
     # Attribute values and other short strings: one regex search beats the passes below.
     tables = _tables()
-    short = len(text) <= _SHORT and text.isascii()
-    if short and not tables.short_suspect.search(text) and boundary not in text.lower():
+    if _short_and_neutral(text, boundary, tables):
         return text
     if raw is None:
         raw = text.encode("utf-8", "surrogatepass")
@@ -390,18 +389,21 @@ def scan_values(values: Iterable[str | None], boundary: str, findings: Findings)
     """Count into ``findings`` what :func:`neutralise_value` would change in each of
     ``values`` (None skipped), for a block's flags. A short ASCII value with nothing to
     change (the first check of :func:`neutralise_within`) costs one regex search here."""
-    suspect = _tables().short_suspect.search
+    tables = _tables()
     for value in values:
-        if value is None:
-            continue
-        if (
-            len(value) <= _SHORT
-            and value.isascii()
-            and not suspect(value)
-            and boundary not in value.lower()
-        ):
-            continue
-        neutralise_value(value, boundary, findings)
+        if value is not None and not _short_and_neutral(value, boundary, tables):
+            neutralise_value(value, boundary, findings)
+
+
+def _short_and_neutral(text: str, boundary: str, tables: _Tables) -> bool:
+    """Whether ``text`` is short ASCII with nothing to neutralise, seen in one regex search
+    (False says nothing: neutralise it)."""
+    return (
+        len(text) <= _SHORT
+        and text.isascii()
+        and not tables.short_suspect.search(text)
+        and boundary not in text.lower()
+    )
 
 
 def is_neutral(text: str, boundary: str) -> bool:

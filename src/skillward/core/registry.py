@@ -277,17 +277,15 @@ class Registry:
         if self._shown:
             self._shown.clear()
         self._collided = None
-        held, names, origins = self._records, self._names, self._origins
+        held, origins = self._records, self._origins
         for record in records:
             if record.origin.label not in origins:
                 raise UnknownServer(f"no origin labelled {record.origin.label!r}")
-            key = record.key
-            count = len(held)
-            if held.setdefault(key, record) is not record or len(held) == count:
+            if record.key in held:
                 self.put(record)
-                continue
-            named = names.get(record.name)
-            names[record.name] = key if named is None else (*_keys(named), key)
+            else:
+                held[record.key] = record
+                self._name(record)
         self._declined[origin.label] = list(declined)
 
     def put(self, record: SkillRecord) -> None:
@@ -296,6 +294,10 @@ class Registry:
             raise UnknownServer(f"no origin labelled {record.origin.label!r}")
         self._forget(record.key)
         self._records[record.key] = record
+        self._name(record)
+
+    def _name(self, record: SkillRecord) -> None:
+        """Index ``record``, just added, under its name."""
         held = self._names.get(record.name)
         self._names[record.name] = record.key if held is None else (*_keys(held), record.key)
 
