@@ -248,11 +248,8 @@ Listings = dict[str, Listing]
 Where = str | int
 
 
-def _kind(entry: os.DirEntry[str]) -> int:
-    if entry.is_file(follow_symlinks=False):
-        return _FILE
-    if entry.is_dir(follow_symlinks=False):
-        return _DIR
+def _other_kind(entry: os.DirEntry[str]) -> int:
+    """The kind of an entry that is neither a file nor a directory."""
     if entry.is_symlink():
         return _LINKED_DIR if entry.is_dir() else _LINK  # a stat of the target, for a note
     return _OTHER
@@ -268,14 +265,14 @@ def _list(directory: Where, allowed: int, where: object) -> Listing:
             allowed -= 1
             if allowed < 0:
                 raise _too_many(where)
-            # A file or a directory (most entries) told here, the rest by _kind: a call
-            # for each of a large tree's entries is most of the cost of listing it.
+            # A file or a directory (most entries) told inline: a call for each of a
+            # large tree's entries is most of the cost of listing it.
             if entry.is_file(follow_symlinks=False):
                 append((entry.name, _FILE))
             elif entry.is_dir(follow_symlinks=False):
                 append((entry.name, _DIR))
             else:
-                append((entry.name, _kind(entry)))
+                append((entry.name, _other_kind(entry)))
     entries.sort()
     return entries
 
