@@ -621,17 +621,15 @@ class AuditTrail:
             n, digest, newline = head.n, head.digest, True
         else:
             n, digest, newline = self._tail(fd, size, path)
-        if body is not None and newline and not (size == 0 and locked):
+        if body is not None and newline and not (locked and (size == 0 or self._due(1))):
+            # The usual event: one line, no checkpoint due with it.
+            n += 1
+            line = chain_line(body, n, digest)
+            data = line + b"\n"
+            os.write(fd, data)
+            self._head = _Head(file, size + len(data), n, line_hash(line))
             self._since += 1
-            if not (locked and self._due()):
-                # The usual event: one line, no checkpoint due.
-                n += 1
-                line = chain_line(body, n, digest)
-                data = line + b"\n"
-                os.write(fd, data)
-                self._head = _Head(file, size + len(data), n, line_hash(line))
-                return
-            self._since -= 1  # counted again below, with the checkpoint after it
+            return
         lines: list[bytes] = []
         signed: tuple[int, bytes] | None = None  # the last checkpoint with a code
         ends_checkpointed = False
@@ -673,9 +671,10 @@ class AuditTrail:
             self._since = 0
             self._checkpointed = time.monotonic()
 
-    def _due(self) -> bool:
-        """Whether a checkpoint is due after the events recorded since the last one."""
-        return self._since >= self.limits.audit_checkpoint_events or (
+    def _due(self, pending: int = 0) -> bool:
+        """Whether a checkpoint is due after the events recorded since the last one (and
+        ``pending`` more)."""
+        return self._since + pending >= self.limits.audit_checkpoint_events or (
             time.monotonic() - self._checkpointed >= self.limits.audit_checkpoint_seconds
         )
 
