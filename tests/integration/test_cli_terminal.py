@@ -15,6 +15,7 @@ import pexpect
 import pytest
 
 from skillward.edge._serverlog import SESSION_MARK
+from tests.support.gateway import INITIALIZE
 from tests.support.stderr_server import HOSTILE, argv
 from tests.support.trees import build_tree, skill_md, write
 
@@ -288,21 +289,7 @@ def test_serve_of_a_directory_with_no_skill_says_what_a_skill_folder_is_and_exit
     assert lines[1] == f"skillward: no skill to serve under {refused}: the lines above say why"
 
 
-_INITIALIZE = (
-    json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "test", "version": "1"},
-            },
-        }
-    )
-    + "\n"
-)
+_INITIALIZE = json.dumps(INITIALIZE) + "\n"
 
 
 def with_sigint(disposition: str, argv: list[str]) -> list[str]:

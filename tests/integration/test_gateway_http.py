@@ -20,22 +20,12 @@ from mcp.server.context import ServerRequestContext
 from skillward.core.config import Limits
 from skillward.core.errors import UsageError
 from skillward.gateway._http import serve_http
-from tests.support.gateway import over_http, sdk_over_http
+from tests.support.gateway import INITIALIZE, over_http, sdk_over_http
 
 pytestmark = pytest.mark.anyio
 
 TOKEN = "gw-token-7Hq2rN9xKp4LmW8sVt3Yz"
 BODY_CAP = 64 * 1024
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"},
-    },
-}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
@@ -282,7 +272,7 @@ async def test_a_chunked_body_over_the_cap_is_refused_while_it_arrives() -> None
 
 @pytest.mark.threat("T53")
 async def test_a_body_within_the_cap_is_served() -> None:
-    padded = {**INITIALIZE, "params": {**INITIALIZE["params"], "_meta": {"pad": "x" * 60_000}}}  # type: ignore[dict-item]
+    padded = {**INITIALIZE, "params": {**INITIALIZE["params"], "_meta": {"pad": "x" * 60_000}}}
     with anyio.fail_after(60):
         async with gateway() as url:
             answer = await post(url, {"Authorization": f"Bearer {TOKEN}"}, padded)

@@ -42,6 +42,20 @@ from skillward.trust.tokens import ApprovalTokens
 MODES = ("auto", "legacy")
 
 
+#: An MCP client's first request, as raw JSON-RPC (for tests that speak to a server
+#: without an SDK client).
+INITIALIZE: dict[str, Any] = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+
+
 @dataclass
 class Asker:
     """An elicitation callback: answers each question with the next scripted reply

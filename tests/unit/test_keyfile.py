@@ -194,13 +194,16 @@ def test_a_key_file_others_can_read_is_refused_naming_the_path_and_the_fix(
 def test_the_audit_trails_key_files_are_refused_in_the_trails_words_never_the_approvals(
     machine: Machine, tmp_path: Path, problem: str
 ) -> None:
-    keys = FileKeyring(
-        str(tmp_path / "audit.jsonl"),
-        machine.directory,
-        discovery=[machine.skills],
-        workspace=machine.workspace,
-        prefix="audit",
-    )
+    def audit_keys() -> FileKeyring:  # as a new process builds the trail's
+        return FileKeyring(
+            str(tmp_path / "audit.jsonl"),
+            machine.directory,
+            discovery=[machine.skills],
+            workspace=machine.workspace,
+            prefix="audit",
+        )
+
+    keys = audit_keys()
     assert keys.key(create=True) is not None
     if problem == "open to others":
         keys.key_path.chmod(0o644)
@@ -209,14 +212,7 @@ def test_the_audit_trails_key_files_are_refused_in_the_trails_words_never_the_ap
         elsewhere.write_bytes(keys.key_path.read_bytes())
         keys.key_path.unlink()
         keys.key_path.symlink_to(elsewhere)
-    again = FileKeyring(
-        str(tmp_path / "audit.jsonl"),
-        machine.directory,
-        discovery=[machine.skills],
-        workspace=machine.workspace,
-        prefix="audit",
-    )
-    why = again.unavailable()
+    why = audit_keys().unavailable()
     assert why is not None
     assert str(keys.key_path) in why
     assert "audit trail's checkpoints" in why
