@@ -17,10 +17,16 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from skillward.edge._dirs import audit_file, user_cache_dir, user_config_dir, user_data_dir
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
+
+# No example is held to a time: speed is bench/'s to measure, and on a loaded machine
+# hypothesis's default deadline (200 ms) fails an example that runs slowly once.
+settings.register_profile("skillward", deadline=None)
+settings.load_profile("skillward")
 
 #: The base directories a test's ``HOME`` holds, where they are when XDG leaves them unset.
 XDG_HOMES = {
