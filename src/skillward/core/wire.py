@@ -44,6 +44,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
+from skillward.core._collector import collector_paused
 from skillward.core._entries import (
     check_frontmatter_bounds,
     check_manifest,
@@ -538,7 +539,8 @@ def parse_skills_page(
     raw = read_skills_result(data, server=server)
     entries: list[SkillEntry] = []
     rejected: list[InvalidEntry | SkillTooLarge] = []
-    parse_entries(raw.skills, entries, rejected, server=server, limits=limits or Limits())
+    with collector_paused():  # core/_collector.py says why
+        parse_entries(raw.skills, entries, rejected, server=server, limits=limits or Limits())
     return SkillsPage(
         entries=tuple(entries),
         rejected=tuple(rejected),

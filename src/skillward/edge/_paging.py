@@ -17,6 +17,7 @@ import anyio.abc
 import anyio.lowlevel
 from pydantic import ValidationError
 
+from skillward.core._collector import collector_paused
 from skillward.core._fields import DIR_SHAPE, LIST_CURSOR, json_size
 from skillward.core._results import cursor_problem
 from skillward.core.config import Limits
@@ -291,14 +292,17 @@ class _ListingWalk:
         on its way before most of the page is built."""
         await anyio.lowlevel.checkpoint()
         size = 1
-        while skills:
-            batch = skills[:size]
-            del skills[:size]
-            parse_entries(
-                batch, self._entries, self._rejected, server=self._server, limits=self._limits
-            )
-            size = min(2 * size, _BATCH)
-            await anyio.lowlevel.checkpoint()
+        # The collector is held off while the page is built, not while the walk waits
+        # on the server (core/_collector.py says why).
+        with collector_paused():
+            while skills:
+                batch = skills[:size]
+                del skills[:size]
+                parse_entries(
+                    batch, self._entries, self._rejected, server=self._server, limits=self._limits
+                )
+                size = min(2 * size, _BATCH)
+                await anyio.lowlevel.checkpoint()
 
 
 async def walk_listing(

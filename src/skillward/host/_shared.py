@@ -17,6 +17,7 @@ import weakref
 import anyio.to_thread
 
 from skillward.cache.seam import ContentCache, NoCache
+from skillward.core._collector import collector_paused
 from skillward.core.config import Limits
 from skillward.core.errors import (
     CapabilityMissing,
@@ -198,11 +199,12 @@ class Shared:
             self.registry.set_origin(origin, [])
             return 0, 0
         connection.listing_ttl_ms = listing.ttl_ms
-        records = [SkillRecord.from_entry(origin, entry) for entry in listing.entries]
         declined = [Declined(origin, error) for error in listing.rejected]
         for refused in declined:
             logger.info("declined an entry of %s: %s", connection.label, refused.error)
-        self.registry.set_origin(origin, records, declined)
+        with collector_paused():  # a record and a key for each entry (core/_collector.py)
+            records = [SkillRecord.from_entry(origin, entry) for entry in listing.entries]
+            self.registry.set_origin(origin, records, declined)
         # An entry listed twice is registered once (its key is its URI, under this label).
         return len({entry.uri for entry in listing.entries}), len(declined)
 
