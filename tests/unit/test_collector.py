@@ -120,6 +120,7 @@ async def test_a_listing_walk_starts_at_most_one_collection_a_page() -> None:
     assert gc.isenabled()
 
 
+@pytest.mark.threat("T11")
 async def test_a_cancelled_listing_walk_gives_the_collector_back() -> None:
     built = anyio.Event()
     pages = [{"skills": [raw_entry(index) for index in range(1000)], "nextCursor": "1"}]
@@ -138,3 +139,36 @@ async def test_a_cancelled_listing_walk_gives_the_collector_back() -> None:
                 await anyio.lowlevel.checkpoint()
             tasks.cancel_scope.cancel()
     assert gc.isenabled()
+
+
+def _refused(index: int) -> dict[str, Any]:
+    """An entry broken in one of several ways, each refused on its own path."""
+    entry = raw_entry(index)
+    broken = index % 6
+    if broken == 0:
+        entry["frontmatter"]["name"] = "Not-A-Name"
+    elif broken == 1:
+        entry["resources"][0]["digest"] = "md5:1"
+    elif broken == 2:
+        entry["uri"] = "skill://acme/../b/SKILL.md"
+    elif broken == 3:
+        entry["resources"] = None
+    elif broken == 4:
+        entry["frontmatter"]["nested"] = [[[]]] * 3
+    else:
+        entry["resources"].append({"uri": "skill://elsewhere/x", "digest": "sha256:", "size": 1})
+    return entry
+
+
+@pytest.mark.threat("T11")
+def test_refusing_a_pages_entries_leaves_no_cycles_for_the_held_off_collector() -> None:
+    # What a hostile server would try: a page whose every entry is refused, each refusal
+    # an exception with a traceback, made while the collector is held off. Anything in
+    # a cycle would wait for the collector; nothing is.
+    page = {"skills": [_refused(index) for index in range(3000)]}
+    parse_skills_page({"skills": [_refused(index) for index in range(12)]})
+    gc.collect()
+    gc.disable()
+    parsed = parse_skills_page(page, server="acme")
+    assert len(parsed.rejected) == 2500  # the nested frontmatter is accepted
+    assert gc.collect() == 0
