@@ -20,7 +20,7 @@ from skillward.gateway.server import Gateway
 from skillward.host.skillhost import HostConfig, SkillHost
 from tests.support.gated import Served, build_gated_tree, serve
 from tests.support.gateway import MODES, Asker, choose, client_of, gateway_over, text
-from tests.support.listings import pages_server
+from tests.support.listings import paged, pages_server
 
 pytestmark = pytest.mark.anyio
 
@@ -55,11 +55,7 @@ def many_skills(count: int) -> ServerSpec:
                 "resources": [{"uri": f"{root}/SKILL.md", "digest": DIGEST, "size": 1}],
             }
         )
-    pages: list[dict[str, Any]] = [
-        {"skills": entries[start : start + 2500]} for start in range(0, count, 2500)
-    ]
-    for index, page in enumerate(pages[:-1]):
-        page["nextCursor"] = str(index + 1)
+    pages = paged(entries, 2500)
     return ServerSpec(label="many", transport=InMemoryTransport(server=pages_server(pages)))
 
 

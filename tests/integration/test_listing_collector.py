@@ -18,7 +18,7 @@ from skillward.edge._methods import SkillsListParams, SkillsListRequest
 from skillward.edge.servers import InMemoryTransport, ServerSpec
 from skillward.host.skillhost import HostConfig, SkillHost
 from tests.support.collector import collections, raw_entry
-from tests.support.listings import pages_server
+from tests.support.listings import paged, pages_server
 
 pytestmark = pytest.mark.anyio
 
@@ -27,16 +27,6 @@ SKILLS, PER_PAGE = 4000, 500
 
 class _Raw(BaseModel):
     model_config = ConfigDict(extra="allow")
-
-
-def _pages() -> list[dict[str, Any]]:
-    entries = [raw_entry(index) for index in range(SKILLS)]
-    pages: list[dict[str, Any]] = [
-        {"skills": entries[start : start + PER_PAGE]} for start in range(0, SKILLS, PER_PAGE)
-    ]
-    for index, page in enumerate(pages[:-1]):
-        page["nextCursor"] = str(index + 1)
-    return pages
 
 
 async def _bare_walk(server: Any) -> int:
@@ -68,7 +58,7 @@ async def _connect(server: Any) -> int:
 
 
 async def test_connecting_sets_the_collector_off_about_as_often_as_a_bare_walk() -> None:
-    pages = _pages()
+    pages = paged([raw_entry(index) for index in range(SKILLS)], PER_PAGE)
     assert gc.isenabled()
     with anyio.fail_after(60):
         bare = await _bare_walk(pages_server(pages))

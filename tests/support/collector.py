@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-DIGEST = "sha256:" + "0" * 64
+from tests.support.listings import DIGEST
 
 
 @contextmanager

@@ -120,10 +120,21 @@ def _results(shape: str) -> list[dict[str, Any]]:
     """The whole ``skills/list`` results of ``shape``, page by page."""
     if shape in PAST_THE_TRANSPORT:
         return PAST_THE_TRANSPORT[shape]()
-    results: list[dict[str, Any]] = [{"skills": page} for page in SHAPES[shape]()]
+    return _numbered([{"skills": page} for page in SHAPES[shape]()])
+
+
+def _numbered(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``results`` with the cursors :func:`pages_server` reads: each page's index."""
     for index, result in enumerate(results[:-1]):
         result["nextCursor"] = str(index + 1)
     return results
+
+
+def paged(entries: list[dict[str, Any]], per_page: int) -> list[dict[str, Any]]:
+    """``entries`` as whole ``skills/list`` results of ``per_page`` each, for
+    :func:`pages_server`."""
+    starts = range(0, len(entries), per_page)
+    return _numbered([{"skills": entries[start : start + per_page]} for start in starts])
 
 
 SHAPES = {

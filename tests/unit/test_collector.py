@@ -19,6 +19,7 @@ from skillward.core.config import Limits
 from skillward.core.wire import parse_skills_page
 from skillward.edge._paging import Budget, walk_listing
 from tests.support.collector import collections, raw_entry
+from tests.support.listings import paged
 
 pytestmark = pytest.mark.anyio
 
@@ -100,12 +101,7 @@ def test_parsing_a_page_starts_no_collection_while_its_entries_are_built() -> No
 
 
 async def test_a_listing_walk_starts_at_most_one_collection_a_page() -> None:
-    pages: list[dict[str, Any]] = [
-        {"skills": [raw_entry(index) for index in range(start, start + 1500)]}
-        for start in range(0, 6000, 1500)
-    ]
-    for index, page in enumerate(pages[:-1]):
-        page["nextCursor"] = str(index + 1)
+    pages = paged([raw_entry(index) for index in range(6000)], 1500)
 
     async def fetch(cursor: str | None, spent: Budget) -> dict[str, Any]:
         await anyio.lowlevel.checkpoint()
