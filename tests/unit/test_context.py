@@ -15,7 +15,7 @@ from unittest import mock
 import anyio
 import anyio.to_thread
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from skillward.core import _blockattrs, _neutralise, context
@@ -570,7 +570,6 @@ def utf8(text: str) -> bytes:
 
 
 @pytest.mark.threat("T21")
-@settings(deadline=None)  # inputs of up to 100 KiB
 @given(HOSTILE_TEXT)
 def test_content_never_grows_past_half_its_size_whatever_it_holds(text: str) -> None:
     with mock.patch.object(context, "new_boundary", return_value=FIXED):
@@ -585,7 +584,6 @@ def test_content_never_grows_past_half_its_size_whatever_it_holds(text: str) -> 
 
 
 @pytest.mark.threat("T21")
-@settings(deadline=None)
 @given(st.lists(st.tuples(HOSTILE_TEXT, st.booleans()), max_size=4))
 def test_a_directory_listing_never_grows_past_half_its_size_whatever_its_names_hold(
     children: list[tuple[str, bool]],

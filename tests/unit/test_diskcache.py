@@ -68,7 +68,7 @@ def test_bytes_that_do_not_match_their_key_are_never_written(tmp_path: Path) -> 
 
 
 @pytest.mark.threat("T17")
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(uri=st.text(max_size=80), skill=st.text(max_size=80), digest=st.text(max_size=80))
 def test_only_a_digest_ever_names_a_file_whatever_the_server_wrote(
     uri: str, skill: str, digest: str
@@ -92,7 +92,7 @@ def test_only_a_digest_ever_names_a_file_whatever_the_server_wrote(
 
 
 @pytest.mark.threat("T32")
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(index=st.binary(max_size=300))
 def test_an_index_that_is_not_sound_means_the_blobs_are_never_tried(index: bytes) -> None:
     data = b"content\n"

@@ -969,7 +969,7 @@ def effective(*layers: dict[str, Any]) -> EffectivePolicy:
 
 
 @pytest.mark.threat("T40")
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(_LAYER, _LAYER, _LAYER)
 def test_a_later_layer_never_widens_what_earlier_layers_allow(
     admin: dict[str, Any], user: dict[str, Any], host: dict[str, Any]
@@ -1024,7 +1024,7 @@ def reference_skill(pattern: list[str], name: list[str]) -> bool:
 _GLOB_TEXT = st.text(alphabet="ab/*?", max_size=10)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=500)
 @given(_GLOB_TEXT, st.text(alphabet="ab/", max_size=10))
 def test_glob_matching_agrees_with_an_exhaustive_search(pattern: str, name: str) -> None:
     assert glob(pattern, name) == reference_segment(pattern, name)

@@ -296,14 +296,14 @@ _VALUES = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.dictionaries(_KEYS | st.sampled_from(list(TABLES)), _VALUES, max_size=8))
 def test_no_decoded_data_crashes_the_reader(data: dict[str, Any]) -> None:
     parsed = parse_policy_data(data, "fuzz")
     assert parsed.document is not None or parsed.fatal is not None
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.text(max_size=400))
 def test_no_text_crashes_the_reader(text: str) -> None:
     parsed = parse_policy(text, "fuzz")

@@ -129,7 +129,7 @@ JSON = st.recursive(
 
 
 @given(hooks=JSON, tools=JSON)
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 def test_any_frontmatter_value_a_listing_takes_is_json_in_the_request_and_its_facts(
     hooks: Any, tools: Any
 ) -> None:

@@ -122,7 +122,7 @@ def mutate(changes: list[tuple[str, Any]]) -> dict[str, Any]:
     return entry
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400)
 @given(_mutations)
 def test_parse_entry_refuses_exactly_what_entry_violations_marks_refused(
     changes: list[tuple[str, Any]],

@@ -120,7 +120,7 @@ _SKILLS = st.lists(
 
 
 @pytest.mark.threat("T10")
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(skills=_SKILLS)
 @example(skills=[([], "a", False, [["é" * 100] * 4])])
 @example(skills=[(["x:y"], "a", False, []), (["a@b"], "ab", False, [])])
@@ -342,7 +342,7 @@ def test_a_walks_paths_are_joined_as_os_path_join_joins_them(path: str, name: st
 
 
 @pytest.mark.threat("T11")
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(length=st.integers(1, 60), size=st.integers(20, 100))
 def test_a_frontmatter_of_a_name_and_description_alone_is_bounded_as_a_host_bounds_it(
     length: int, size: int

@@ -83,7 +83,7 @@ def canonical_or_none(text: str) -> HttpUrl | None:
 
 
 @pytest.mark.threat("T40")
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400)
 @given(urls())
 def test_canonicalising_a_url_is_idempotent_and_its_text_is_ascii(text: str) -> None:
     url = canonical_or_none(text)
@@ -96,7 +96,7 @@ def test_canonicalising_a_url_is_idempotent_and_its_text_is_ascii(text: str) -> 
 
 
 @pytest.mark.threat("T40")
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400)
 @given(st.data(), urls())
 def test_every_spelling_of_a_url_canonicalises_to_the_same_url(
     data: st.DataObject, text: str
@@ -110,7 +110,7 @@ def test_every_spelling_of_a_url_canonicalises_to_the_same_url(
     assert parse_server_pattern(other.split("?")[0].split("#")[0]).matches(ServerName("x", url=url))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400)
 @given(st.text(max_size=60))
 def test_any_text_is_a_canonical_url_or_a_config_error(text: str) -> None:
     url = canonical_or_none(text)
@@ -140,7 +140,7 @@ _SERVERS = [
 
 
 @pytest.mark.threat("T40")
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=500)
 @given(st.text(alphabet="abc-*?:/.@ sx", max_size=24) | st.sampled_from(["https://", "http:"]))
 def test_a_pattern_is_of_one_kind_and_matches_only_servers_of_that_transport(text: str) -> None:
     try:
@@ -188,7 +188,7 @@ def server_names(draw: st.DrawFn) -> ServerName:
 
 
 @pytest.mark.threat("T40", "T41")
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=500)
 @given(pattern_texts(), server_names())
 def test_a_pattern_denies_every_server_it_would_allow(text: str, server: ServerName) -> None:
     try:
@@ -200,7 +200,7 @@ def test_a_pattern_denies_every_server_it_would_allow(text: str, server: ServerN
 
 
 @pytest.mark.threat("T40")
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.text(max_size=40))
 def test_parsing_any_text_as_a_pattern_gives_a_pattern_or_a_value_error(text: str) -> None:
     try:

@@ -21,7 +21,7 @@ HEADER_VALUES = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E) | 
 WORDS = st.lists(st.text().filter(lambda t: "\0" not in t))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(value=HEADER_VALUES)
 def test_a_header_value_is_stored_exactly_as_given(
     tmp_path_factory: pytest.TempPathFactory, value: str
@@ -33,7 +33,7 @@ def test_a_header_value_is_stored_exactly_as_given(
     assert stored == {"url": "https://docs.example.com/mcp", "headers": {"Authorization": value}}
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(command=st.text(min_size=1).filter(lambda t: "\0" not in t), args=WORDS)
 def test_a_command_line_given_as_one_argument_comes_back_as_its_words(
     tmp_path_factory: pytest.TempPathFactory, command: str, args: list[str]

@@ -101,7 +101,7 @@ def response(index: int, text: str) -> bytes:
     return json.dumps(message, ensure_ascii=False).encode() + b"\n"
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(st.lists(st.text(max_size=200), max_size=8), st.lists(st.integers(0, 10**6), max_size=12))
 def test_any_messages_in_any_chunks_arrive_whole_and_in_order(
     texts: list[str], cuts: list[int]
@@ -174,7 +174,7 @@ SSE = {"content-type": "text/event-stream"}
 JSON = {"content-type": "application/json"}
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(
     st.lists(json_values, min_size=1, max_size=5),
     st.lists(st.integers(0, 10**6), max_size=12),
