@@ -537,3 +537,18 @@ def test_servers_connect_at_once_and_one_that_fails_leaves_the_others(tmp_path: 
     }
     assert [server["label"] for server in listed["servers"]][:3] == ["charlie", "alpha", "bravo"]
     assert result.returncode != 0
+
+
+def test_ten_servers_connect_in_one_wave(tmp_path: Path) -> None:
+    """Ten servers that each serve only once all ten have started: every one is connected.
+    Connected in waves (a bound below ten at a time), the first wave would wait for the
+    rest past its deadline, and start-up would be twice the slowest server's."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    command = shlex.join(barrier_argv(marks, 10, example_skills_dir()))
+    options = [f"--server=s{index}={command}" for index in range(10)]
+    result = run("list", "--json", "--no-local", "--timeout", "20", *options, home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    listed = json.loads(result.stdout)
+    states = {server["label"]: server["state"] for server in listed["servers"]}
+    assert states == {f"s{index}": "connected" for index in range(10)}

@@ -339,7 +339,10 @@ async def _with_host(
 
 
 #: Servers connecting at once: start-up takes about the slowest one's time, not the sum.
-CONNECTING_AT_ONCE = 8
+#: Every server is held open once connected, so this bounds no resource at rest; it only
+#: keeps a very long list from starting all its processes in one burst. Kept well above
+#: what a host is given (a bound of 8 made ten servers start in two waves).
+CONNECTING_AT_ONCE = 64
 
 
 async def _connect(
