@@ -17,15 +17,14 @@ command that talks to a server must import). Goals:
   so the two imports run at the same time. The command's own part, the list less the
   server's start-up, is printed against ``import mcp`` too.
 
-skillward's modules are compiled to bytecode first, as installing a wheel leaves them, so
-that no run pays for compiling them (``PYTHONDONTWRITEBYTECODE`` would keep it so).
+skillward's modules are compiled to bytecode first (``_timing``), as installing a wheel
+leaves them, so that no run pays for compiling them.
 
 Run: .venv/bin/python bench/bench_startup.py
 """
 
 from __future__ import annotations
 
-import compileall
 import os
 import shutil
 import subprocess
@@ -37,8 +36,6 @@ from pathlib import Path
 
 import anyio
 from mcp import Client, StdioServerParameters
-
-import skillward
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -88,7 +85,6 @@ async def list_and_server(listing: list[str], env: dict[str, str]) -> tuple[floa
 
 
 def main() -> None:
-    compileall.compile_dir(Path(skillward.__file__).parent, quiet=1)
     with tempfile.TemporaryDirectory() as home:
         # A clean home: no servers file, policy, keyring or cache of the user's.
         env = {
