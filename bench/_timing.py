@@ -105,13 +105,19 @@ async def side_by_side(
 ) -> tuple[float, float]:
     """Best times of ``measured`` and ``baseline``, run in alternation so that load on a
     shared machine falls on both alike."""
-    best = [float("inf"), float("inf")]
+    best = await alternating(measured, baseline, repeat=repeat)
+    return best[0], best[1]
+
+
+async def alternating(*fns: Callable[[], Awaitable[object]], repeat: int = 3) -> list[float]:
+    """Best times of each of ``fns``, run in turn ``repeat`` times over."""
+    best = [float("inf")] * len(fns)
     for _ in range(repeat):
-        for index, fn in enumerate((measured, baseline)):
+        for index, fn in enumerate(fns):
             started = time.perf_counter()
             await fn()
             best[index] = min(best[index], time.perf_counter() - started)
-    return best[0], best[1]
+    return best
 
 
 def _verdict(value: float, goal: float | None, unit: str) -> str:
