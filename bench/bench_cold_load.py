@@ -7,9 +7,10 @@ Prints four ratios, three with their goals:
   run in alternation on the same server;
 * the same cold load with an empty DiskCache, which writes every file, against one with
   no cache (goal 1.1x: the cache writes nothing it must fsync, see cache/_disk.py);
-* what writing the same bytes plainly adds to the load with no cache (no goal: a floor
-  set by the file system, for reading the line above; a virtual machine that backs each
-  new page of its file cache lazily can make it a third of the load);
+* what writing the same bytes plainly (create, write, rename; timed in the same rounds)
+  adds to the load with no cache (no goal: a floor set by the file system, for reading
+  the line above; on a virtual machine where creating a file swings between about 0.1
+  and 0.6 ms within minutes, 512 new files alone can cost a third of the load);
 * verifying the bytes alone (size and digest against the listing) against plain
   hashlib.sha256 over the same bytes.
 
