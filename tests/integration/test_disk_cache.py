@@ -6,7 +6,6 @@ served here tell no lies). Every test has its own cache root.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -25,6 +24,7 @@ from skillward.core.errors import SkillNotFound
 from skillward.edge._local import LocalSkillDir, discover
 from skillward.edge.servers import HttpTransport, ServerSpec, StdioTransport
 from skillward.host.skillhost import HostConfig, SkillHost
+from tests.support.cache import cached_blobs, packs, placed, stored
 from tests.support.doubles import Approving
 from tests.support.servers import http_server
 from tests.support.trees import skill_md, write
@@ -44,15 +44,6 @@ def build(root: Path) -> Path:
     for relative, data in FILES.items():
         write(root, relative, data)
     return root
-
-
-def blob(cache_root: Path, label: str, data: bytes) -> Path:
-    return cache_root / label / "blobs" / hashlib.sha256(data).hexdigest()
-
-
-def blob_names(cache_root: Path, label: str) -> set[str]:
-    blobs = cache_root / label / "blobs"
-    return {p.name for p in blobs.iterdir()} if blobs.exists() else set()
 
 
 def everything_under(path: Path) -> list[str]:
@@ -169,7 +160,7 @@ async def test_after_a_restart_cached_content_is_still_mcp_origin_and_never_disc
         assert 'origin="mcp" server="acme" trust="untrusted"' in block.text()
         assert 'verified="true"' in block.text()
     skill = FILES["cached/SKILL.md"]
-    assert blob(cache_root, "acme", skill).read_bytes() == skill
+    assert stored(cache_root, "acme", skill) == skill
     # Local discovery pointed straight at the cache still finds no skill in it.
     _, records, declined, _ = discover(LocalSkillDir("probe", cache_root), limits=Limits())
     assert (records, declined) == ([], [])
@@ -206,38 +197,47 @@ async def test_the_cache_never_stands_in_for_a_listing(stdio: Server, tmp_path: 
 # --- what is on disk is never trusted -----------------------------------------------------
 
 
-async def reload_after(server: Server, cache_root: Path, relative: str, tamper: Tamper) -> None:
-    """Load, tamper with one file's blob, load again: only that file is fetched again, the
-    model gets exactly what it got the first time, and the blob is whole again."""
+async def reload_after(
+    server: Server, cache_root: Path, relative: str, tamper: Tamper, *, fetched: list[str]
+) -> None:
+    """Load, tamper with the pack holding one file, load again: only the files ``fetched``
+    are fetched again, the model gets exactly what it got the first time, and every file
+    is cached whole again."""
     async with host(DiskCache(cache_root), server.spec) as first:
         cold = await load(first)
-    path = blob(cache_root, "acme", FILES[relative])
-    tamper(path)
+    where = placed(cache_root, "acme", FILES[relative])
+    assert where is not None
+    tamper(where.pack)
     before = len(server.reads())
     async with host(DiskCache(cache_root), server.spec) as second:
         warm = await load(second)  # a FIFO would block a plain open: fail_after bounds it
-    assert server.reads()[before:] == ["skill://" + relative]
+    assert sorted(server.reads()[before:]) == sorted("skill://" + f for f in fetched)
     assert comparable(warm) == comparable(cold)
-    assert not path.is_symlink()
-    assert path.read_bytes() == FILES[relative]
+    for data in FILES.values():
+        assert stored(cache_root, "acme", data) == data
+    assert all(path.is_file() and not path.is_symlink() for path in packs(cache_root, "acme"))
 
 
 @pytest.mark.threat("T17")
 async def test_a_cached_file_with_one_flipped_byte_is_removed_and_fetched_again(
     http: Server, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    blob = "cached/data/blob.bin"
+
     def flip(path: Path) -> None:
+        where = placed(tmp_path / "cache", "acme", FILES[blob])
+        assert where is not None
         flipped = bytearray(path.read_bytes())
-        flipped[100] ^= 0x01
+        flipped[where.at + 100] ^= 0x01
         path.write_bytes(bytes(flipped))
 
-    await reload_after(http, tmp_path / "cache", "cached/data/blob.bin", flip)
-    assert "does not hash to its name" in caplog.text
+    await reload_after(http, tmp_path / "cache", blob, flip, fetched=[blob])
+    assert "does not hash to its digest" in caplog.text
 
 
 @pytest.mark.threat("T31")
 @pytest.mark.parametrize("planted", ["symlink", "fifo", "directory"])
-async def test_anything_but_a_regular_file_at_a_blob_path_is_refused(
+async def test_anything_but_a_regular_file_at_a_pack_path_is_refused(
     http: Server, tmp_path: Path, planted: str
 ) -> None:
     # The symlink's target holds exactly the right bytes: it is refused all the same.
@@ -252,7 +252,8 @@ async def test_anything_but_a_regular_file_at_a_blob_path_is_refused(
         else:
             path.mkdir()
 
-    await reload_after(http, tmp_path / "cache", "cached/notes.md", plant)
+    # The pack held every file of the load: each is fetched again.
+    await reload_after(http, tmp_path / "cache", "cached/notes.md", plant, fetched=list(FILES))
     assert target.read_bytes() == FILES["cached/notes.md"]
 
 
@@ -265,8 +266,8 @@ async def test_a_load_after_a_crash_tore_the_cache_fetches_again_and_never_fails
     cache_root = tmp_path / "cache"
     async with host(DiskCache(cache_root), stdio.spec) as first:
         cold = await load(first)
-    torn = [*(cache_root / "acme" / "blobs").iterdir(), cache_root / "acme" / "index.jsonl"]
-    assert len(torn) == 4
+    torn = [*packs(cache_root, "acme"), cache_root / "acme" / "index.jsonl"]
+    assert len(torn) == 2
     for path in torn:
         path.write_bytes(b"" if crash == "everything empty" else path.read_bytes()[:20])
     async with host(DiskCache(cache_root), stdio.spec) as second:
@@ -332,11 +333,11 @@ async def test_a_local_directory_added_later_stops_all_further_writes(
     cache = DiskCache(cache_root)
     async with host(cache, http.spec) as live:
         await live.activate("cached")
-        assert len(blob_names(cache_root, "acme")) == 1
+        assert len(cached_blobs(cache_root, "acme")) == 1
         live.add_local_dir(LocalSkillDir("late", tmp_path / "outer"))
         assert cache.disabled is not None
         await live.read_file("cached", "notes.md")
-    assert len(blob_names(cache_root, "acme")) == 1
+    assert len(cached_blobs(cache_root, "acme")) == 1
 
 
 def someone_elses_directory(tmp_path: Path) -> Path:
@@ -416,7 +417,7 @@ async def test_forget_server_purges_exactly_that_servers_cache(
         await live.forget_server("forget")
         assert [o.label for o in live.registry.origins()] == ["keep"]
     assert not (cache_root / "forget").exists()
-    assert len(blob_names(cache_root, "keep")) == 3
+    assert len(cached_blobs(cache_root, "keep")) == 3
     before = len(http.reads())
     async with host(DiskCache(cache_root), keep) as again:
         await load(again, "keep:cached")

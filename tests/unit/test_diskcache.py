@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -19,6 +20,7 @@ from skillward.cache._disk import DiskCache, LabelUsage
 from skillward.cache.seam import CacheKey
 from skillward.core.config import Limits
 from skillward.core.errors import ConfigError, UsageError
+from tests.support.cache import cached_blobs, index_records, packed_bytes, packs, placed, stored
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HTTP = "http:https://docs.example.com/mcp"
@@ -47,10 +49,6 @@ def key(data: bytes, *, label: str = "docs", identity: str = HTTP, uri: str = ""
     )
 
 
-def blob_path(root: Path, data: bytes, label: str = "docs") -> Path:
-    return root / label / "blobs" / hashlib.sha256(data).hexdigest()
-
-
 def cache_at(root: Path, **options: object) -> DiskCache:
     return DiskCache(root, discovery=(), **options)  # type: ignore[arg-type]
 
@@ -64,15 +62,13 @@ def test_bytes_that_do_not_match_their_key_are_never_written(tmp_path: Path) -> 
     cache.put(key(b"listed bytes\n"), b"other bytes\n")
     cache.put(key(b"listed bytes\n"), b"listed bytes\n!")
     assert cache.get(key(b"listed bytes\n")) is None
-    assert not blob_path(tmp_path, b"listed bytes\n").exists()
+    assert packs(tmp_path, "docs") == []
 
 
 @pytest.mark.threat("T17")
 @settings(max_examples=40)
 @given(uri=st.text(max_size=80), skill=st.text(max_size=80), digest=st.text(max_size=80))
-def test_only_a_digest_ever_names_a_file_whatever_the_server_wrote(
-    uri: str, skill: str, digest: str
-) -> None:
+def test_nothing_the_server_wrote_ever_names_a_file(uri: str, skill: str, digest: str) -> None:
     data = b"content\n"
     good = key(data)
     with tempfile.TemporaryDirectory() as tmp:
@@ -86,9 +82,10 @@ def test_only_a_digest_ever_names_a_file_whatever_the_server_wrote(
         ):
             cache.put(hostile, data)
             assert cache.get(hostile) in (None, data)
-        names = {p.name for p in (root / "docs" / "blobs").iterdir()}
-        assert names <= {good.digest.removeprefix("sha256:")}
+        assert all(re.fullmatch(r"pack-[0-9]+-[0-9a-f]{16}", p.name) for p in packs(root, "docs"))
+        assert packed_bytes(root, "docs") in (b"", data)
         assert {p.name for p in root.iterdir()} == {"docs"}
+        assert {p.name for p in (root / "docs").iterdir()} <= {"blobs", "index.jsonl", "lock"}
 
 
 @pytest.mark.threat("T32")
@@ -111,11 +108,11 @@ def test_a_label_pointed_at_another_server_drops_the_old_servers_blobs(tmp_path:
     cache.put(key(first, identity=HTTP), first)
     assert cache.get(key(first, identity=STDIO)) is None
     cache.put(key(second, identity=STDIO), second)
-    assert not blob_path(tmp_path, first).exists()
+    assert first not in packed_bytes(tmp_path, "docs")
     assert cache.get(key(first, identity=HTTP)) is None
     assert cache.get(key(second, identity=STDIO)) == second
     header, *lines = (tmp_path / "docs" / "index.jsonl").read_text().splitlines()
-    assert json.loads(header) == {"format": 1, "identity": STDIO}
+    assert json.loads(header) == {"format": 2, "identity": STDIO}
     assert [json.loads(line)["uri"] for line in lines] == [key(second).uri]
 
 
@@ -130,22 +127,27 @@ def test_eviction_keeps_each_label_within_its_budget_least_recently_used_first(
     cache.put(key(other, label="other"), other)
 
     def kept() -> set[str]:
-        # Names only: reading the files would move their access times, the LRU order.
-        return {p.name for p in (tmp_path / "docs" / "blobs").iterdir()}
+        # Names only: reading the packs would move their access times, the LRU order.
+        return {p.name for p in packs(tmp_path, "docs")}
 
-    for data in blobs[:3]:
+    pack_of = {}
+    for i, data in enumerate(blobs):
+        if i == 3:
+            clock.now += 10
+            assert cache.get(key(blobs[0])) == blobs[0]  # used again: more recent than 1, 2
         clock.now += 10
         cache.put(key(data), data)
-    clock.now += 10
-    assert cache.get(key(blobs[0])) == blobs[0]  # used again: now more recent than 1 and 2
-    for data, expected in ((blobs[3], {0, 2, 3}), (blobs[4], {0, 3, 4})):
-        clock.now += 10
-        cache.put(key(data), data)
-        assert kept() == {blob_path(tmp_path, blobs[i]).name for i in expected}
+        where = placed(tmp_path, "docs", data)
+        assert where is not None
+        # A pack holds an eighth of the budget at most: here each blob is a pack of its own.
+        pack_of[i] = where.pack.name
+        if i == 3:
+            assert kept() == {pack_of[j] for j in (0, 2, 3)}
+    assert kept() == {pack_of[j] for j in (0, 3, 4)}
     assert cache.get(key(other, label="other")) == other
     too_big = b"x" * 1001
     cache.put(key(too_big), too_big)
-    assert not blob_path(tmp_path, too_big).exists()
+    assert too_big not in packed_bytes(tmp_path, "docs")
 
 
 def index_lines(root: Path, label: str = "docs") -> list[dict[str, str]]:
@@ -160,11 +162,13 @@ def test_the_index_keeps_one_line_for_each_blob_still_cached(tmp_path: Path) -> 
     for i in range(20):
         clock.now += 10
         data = bytes([i]) * 300
-        keys[blob_path(tmp_path, data).name] = key(data)
+        keys[hashlib.sha256(data).hexdigest()] = key(data)
         cache.put(key(data), data)
-    kept = {p.name for p in (tmp_path / "docs" / "blobs").iterdir()}
+    kept = {p.name for p in packs(tmp_path, "docs")}
     lines = index_lines(tmp_path)
-    assert sorted(line["blob"] for line in lines) == sorted(kept)
+    assert len(kept) == 3
+    assert {line["pack"] for line in lines} == kept
+    assert len({line["blob"] for line in lines}) == len(lines)
     for line in lines:
         assert (line["skill"], line["uri"]) == (keys[line["blob"]].skill, keys[line["blob"]].uri)
 
@@ -174,14 +178,18 @@ def test_an_index_grown_past_its_blobs_is_trimmed_on_the_next_write(tmp_path: Pa
     first, second = b"first\n", b"second\n"
     cache.put(key(first), first)
     index = tmp_path / "docs" / "index.jsonl"
-    gone = [{"blob": f"{i:064x}", "skill": "skill://docs/SKILL.md", "uri": "x"} for i in range(900)]
+    gone = [
+        {"blob": f"{i:064x}", "pack": "pack-1-0000000000000000", "at": 0, "size": 1}
+        | {"written": 0, "skill": "skill://docs/SKILL.md", "uri": "x"}
+        for i in range(600)
+    ]
     with index.open("a") as handle:
         handle.writelines(json.dumps(line) + "\n" for line in gone)
         handle.write('{"blob": "torn')
     assert index.stat().st_size > 64 * 1024
     cache.put(key(second), second)
     assert index.stat().st_size < 1024
-    assert json.loads(index.read_text().splitlines()[0]) == {"format": 1, "identity": HTTP}
+    assert json.loads(index.read_text().splitlines()[0]) == {"format": 2, "identity": HTTP}
     assert [line["uri"] for line in index_lines(tmp_path)] == [key(first).uri, key(second).uri]
     assert cache_at(tmp_path).get(key(first)) == first
 
@@ -196,7 +204,7 @@ def test_a_file_older_than_the_maximum_age_is_removed_instead_of_used(tmp_path: 
     assert cache.get(key(data)) == data
     clock.now += 1
     assert cache.get(key(data)) is None
-    assert not blob_path(tmp_path, data).exists()
+    assert packs(tmp_path, "docs") == []
 
 
 def test_a_maximum_age_must_be_positive_when_set() -> None:
@@ -223,7 +231,7 @@ def test_a_label_another_process_pointed_at_another_server_is_seen_by_a_running_
     assert running.get(key(first, identity=HTTP)) is None
     assert running.get(key(second, identity=STDIO)) == second
     running.put(key(first, identity=HTTP), first)
-    assert not blob_path(tmp_path, second).exists()
+    assert second not in packed_bytes(tmp_path, "docs")
     assert cache_at(tmp_path).get(key(first, identity=HTTP)) == first
 
 
@@ -260,11 +268,13 @@ def test_a_blob_a_crash_left_torn_is_never_served_and_is_written_again(
 ) -> None:
     data = bytes(range(256)) * 16
     cache_at(tmp_path).put(key(data), data)
-    blob_path(tmp_path, data).write_bytes(_torn(data)[state])
+    where = placed(tmp_path, "docs", data)
+    assert where is not None
+    where.pack.write_bytes(_torn(data)[state])
     after = cache_at(tmp_path)
     assert after.get(key(data)) is None
-    assert not blob_path(tmp_path, data).exists()
     after.put(key(data), data)
+    assert stored(tmp_path, "docs", data) == data
     assert cache_at(tmp_path).get(key(data)) == data
 
 
@@ -276,18 +286,134 @@ def test_an_index_a_crash_cut_anywhere_is_a_miss_until_the_next_write(tmp_path: 
     index = tmp_path / "docs" / "index.jsonl"
     whole = index.read_bytes()
     header_end = whole.index(b"\n") + 1
+    first_end = whole.index(b"\n", header_end) + 1
+    blobs = tmp_path / "docs" / "blobs"
+    kept = {path.name: path.read_bytes() for path in blobs.iterdir()}
     states = [whole[:cut] for cut in range(len(whole) + 1)] + list(_torn(whole).values())
     for torn in states:
+        # The packs as the crash left them (whole: a later write may have dropped them).
+        for path in blobs.iterdir():
+            path.unlink()
+        for name, data in kept.items():
+            (blobs / name).write_bytes(data)
         index.write_bytes(torn)
-        sound = torn[:header_end] == whole[:header_end]
+        # First's bytes are found only through a whole header and its own whole line.
+        sound = torn[:first_end] == whole[:first_end]
         after = cache_at(tmp_path)
         assert after.get(key(first)) == (first if sound else None), torn
-        # The next write binds the label again (its blobs go), and all works as before.
+        # The next write binds the label again if it must (its blobs go), and all works.
         after.put(key(second), second)
         assert cache_at(tmp_path).get(key(second)) == second
         after.put(key(first), first)
         assert cache_at(tmp_path).get(key(first)) == first
         assert index.read_bytes().startswith(whole[:header_end])
+
+
+# --- the index's places are checked, never trusted -----------------------------------------
+
+
+def rewrite_records(root: Path, change: dict[str, object]) -> None:
+    """Every record line of docs's index with ``change`` applied (as a tamperer would)."""
+    index = root / "docs" / "index.jsonl"
+    header, *lines = index.read_text().splitlines()
+    changed = [json.dumps(json.loads(line) | change) for line in lines]
+    index.write_text("\n".join([header, *changed]) + "\n")
+
+
+@pytest.mark.threat("T17")
+def test_a_line_placing_a_blob_at_other_bytes_is_never_served(tmp_path: Path) -> None:
+    first, second = b"first file\n", b"other file\n"
+    cache = cache_at(tmp_path)
+    cache.put(key(first), first)
+    cache.put(key(second), second)
+    where = placed(tmp_path, "docs", second)
+    assert where is not None
+    # Every line now points at second's bytes (same length as first's).
+    rewrite_records(tmp_path, {"pack": where.pack.name, "at": where.at, "size": where.size})
+    after = cache_at(tmp_path)
+    assert after.get(key(first)) is None
+    after.put(key(first), first)
+    assert cache_at(tmp_path).get(key(first)) == first
+    assert cache_at(tmp_path).get(key(second)) == second
+
+
+@pytest.mark.threat("T31")
+@settings(max_examples=40)
+@given(pack=st.text(max_size=60))
+def test_a_line_naming_a_pack_outside_the_cache_is_never_followed(pack: str) -> None:
+    data = b"content\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "cache"
+        cache_at(root).put(key(data), data)
+        # Exactly the right bytes, one level up and at an absolute path: never read.
+        (root / "docs" / "elsewhere").write_bytes(data)
+        for name in (pack, "../elsewhere", str(root / "docs" / "elsewhere")):
+            rewrite_records(root, {"pack": name, "at": 0})
+            assert cache_at(root).get(key(data)) is None
+        assert (root / "docs" / "elsewhere").read_bytes() == data
+
+
+@pytest.mark.threat("T32")
+def test_a_line_recording_a_size_other_than_the_listing_is_never_read(tmp_path: Path) -> None:
+    data = b"content\n"
+    cache_at(tmp_path).put(key(data), data)
+    # A huge recorded size is refused before anything is read or allocated.
+    rewrite_records(tmp_path, {"size": 2**62})
+    assert cache_at(tmp_path).get(key(data)) is None
+
+
+def test_filling_the_cache_appends_to_one_pack_instead_of_a_file_per_blob(
+    tmp_path: Path,
+) -> None:
+    cache = cache_at(tmp_path)
+    blobs = [b"file %d\n" % i * 400 for i in range(200)]
+    for data in blobs:
+        cache.put(key(data), data)
+    # Creating a file costs a cold load more than writing its bytes.
+    assert len(packs(tmp_path, "docs")) == 1
+    assert packed_bytes(tmp_path, "docs") == b"".join(blobs)
+    assert all(cache_at(tmp_path).get(key(data)) == data for data in blobs)
+
+
+def test_a_cache_starts_a_new_pack_when_its_own_is_full_or_gone(tmp_path: Path) -> None:
+    cache = cache_at(tmp_path, limits=Limits(max_cache_bytes=8000))
+    blobs = [bytes([i]) * 400 for i in range(5)]  # a pack holds an eighth: 1000 bytes
+    for data in blobs[:3]:
+        cache.put(key(data), data)
+    assert [p.stat().st_size for p in packs(tmp_path, "docs")] in ([800, 400], [400, 800])
+    for path in packs(tmp_path, "docs"):
+        path.unlink()  # removed by another process's eviction or purge
+    for data in blobs[3:]:
+        cache.put(key(data), data)
+    assert packed_bytes(tmp_path, "docs") == blobs[3] + blobs[4]
+    assert all(cache.get(key(data)) == data for data in blobs[3:])
+
+
+@pytest.mark.threat("T31")
+@pytest.mark.parametrize("planted", ["symlink", "fifo", "directory"])
+@pytest.mark.anyio
+async def test_something_planted_where_a_cache_appends_is_never_written_through(
+    tmp_path: Path, planted: str
+) -> None:
+    first, second = b"first\n", b"second\n"
+    cache = cache_at(tmp_path)
+    cache.put(key(first), first)
+    [pack] = packs(tmp_path, "docs")
+    target = tmp_path / "target"
+    target.write_bytes(b"not the cache's\n")
+    pack.unlink()
+    if planted == "symlink":
+        pack.symlink_to(target)
+    elif planted == "fifo":
+        os.mkfifo(pack)
+    else:
+        pack.mkdir()
+    # A FIFO opened to write without O_NONBLOCK would hang the writer.
+    with anyio.fail_after(10):
+        await anyio.to_thread.run_sync(cache.put, key(second), second, abandon_on_cancel=True)
+    assert target.read_bytes() == b"not the cache's\n"
+    assert stored(tmp_path, "docs", second) == second
+    assert cache_at(tmp_path).get(key(second)) == second
 
 
 # --- what is refused -----------------------------------------------------------------------
@@ -304,7 +430,7 @@ def test_a_label_directory_replaced_by_a_symlink_is_never_followed(tmp_path: Pat
     assert cache.get(key(data)) is None
     other = b"more\n"
     cache.put(key(other), other)
-    assert not blob_path(tmp_path, other, label="moved").exists()
+    assert other not in packed_bytes(tmp_path, "moved")
 
 
 @pytest.mark.threat("T30")
@@ -317,7 +443,7 @@ def test_a_label_directory_others_can_write_is_not_used(tmp_path: Path, director
     assert cache.get(key(data)) is None
     other = b"more\n"
     cache.put(key(other), other)
-    assert not blob_path(tmp_path, other).exists()
+    assert other not in packed_bytes(tmp_path, "docs")
 
 
 @pytest.mark.threat("T30")
@@ -398,14 +524,22 @@ async def test_two_processes_writing_the_same_blobs_leave_only_whole_private_fil
             group.start_soon(writer, "000")  # would leave everything world-writable
             group.start_soon(writer, "777")  # would leave nothing readable, even to us
     assert results == [0, 0]
-    blobs = list((root / "docs" / "blobs").iterdir())
-    assert len(blobs) == count
-    for path in blobs:
-        assert hashlib.sha256(path.read_bytes()).hexdigest() == path.name
+    # Every line of the index places whole bytes that hash to its digest, whoever wrote them.
+    records = index_records(root, "docs")
+    assert len(cached_blobs(root, "docs")) == count
+    for record in records:
+        pack = (root / "docs" / "blobs" / str(record["pack"])).read_bytes()
+        at, size = record["at"], record["size"]
+        assert isinstance(at, int)
+        assert isinstance(size, int)
+        assert hashlib.sha256(pack[at : at + size]).hexdigest() == record["blob"]
     for path in [root, *root.rglob("*")]:
         mode = stat.S_IMODE(path.stat().st_mode)
         assert mode == (0o700 if path.is_dir() else 0o600), (path, oct(mode))
-    header, *lines = (root / "docs" / "index.jsonl").read_text().splitlines()
+    header = (root / "docs" / "index.jsonl").read_text().splitlines()[0]
     assert json.loads(header)["identity"] == "stdio:docs"
-    assert {json.loads(line)["blob"] for line in lines} == {path.name for path in blobs}
     assert os.listdir(root) == ["docs"]
+    cache = cache_at(root)
+    for i in range(count):
+        data = hashlib.sha256(b"%d" % i).digest() * (2000 + i)
+        assert cache.get(key(data, identity="stdio:docs", uri=f"skill://docs/{i}.bin")) == data

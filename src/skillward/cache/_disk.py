@@ -2,31 +2,34 @@
 
 Layout, under the user cache directory (``~/.cache/skillward`` on Linux)::
 
-    <root>/<label>/index.jsonl          the transport identity, then one line per blob kept
-    <root>/<label>/blobs/<sha256 hex>   the bytes, named by their digest
-    <root>/<label>/lock                 serialises rebinding, index writes, eviction and purges
+    <root>/<label>/index.jsonl            the transport identity, then where each blob is
+    <root>/<label>/blobs/pack-<pid>-<hex> blobs appended one after another
+    <root>/<label>/lock                   serialises rebinding, index writes, eviction, purges
 
-Labels are host-assigned (``[a-z0-9-]``) and blob names are digests: nothing a
+Labels are host-assigned (``[a-z0-9-]``) and pack names are made here: nothing a
 server writes becomes part of a path. Directories are 0700 and files 0600, made
-that way (``_files.py``). Reads open with ``O_NOFOLLOW``, require a regular file of
-the listed size, and hash what they read (``_blobs.py``); the host verifies the bytes
-again. Writes take only bytes that match their key, through a private temporary file
-and an atomic rename; a blob is never modified in place. The index (``_index.py``)
-binds a label to the server its blobs came from.
+that way (``_files.py``). Each cache appends only to packs it created; a pack holds
+at most an eighth of the label's budget (32 MiB at most), and eviction removes a
+pack at a time. Packs, not a file per blob, because creating files is what a cold
+load paid for (``_packs.py``). The index (``_index.py``) binds a label to the server
+its blobs came from and says where each blob is: a pack, an offset and a length.
+
+A read takes the place from the index, opens the pack with ``O_NOFOLLOW`` as a
+regular file, reads the listed number of bytes there and hashes them (``_packs.py``);
+the host verifies the bytes again. A write takes only bytes that match their key.
 
 Nothing is ``fsync``-ed, because nothing here needs to survive a crash, only to be
-harmless after one. A power loss can leave a renamed file empty, cut short, or with
-blocks never written (zeros); the rename itself may be lost. Then:
+harmless after one. A power loss can leave a pack or the index cut short, or with
+blocks never written (zeros); a rename of a rewritten index may be lost. Then:
 
-* a blob of the wrong size is removed and fetched again, and one of the right size
-  does not hash to its name, and is removed and fetched again: never served;
+* a blob whose bytes are not there whole, or do not hash to its digest, is a miss:
+  it is fetched again and appended anew, and the newer line is the one read;
 * an index whose header line is not whole (no newline, not JSON, not this format) is
   no sound index: the label's blobs are never tried, and the next write rebinds the
   label, dropping them. A whole header names an identity some write put there (a
-  lost rename leaves the one before); either way a blob is content-addressed, and is
-  served only for an entry listing its digest, after both checks. A torn record line
-  after the header is set on a line of its own and dropped on the next trim: records
-  name the files a blob was written for, and no read relies on them;
+  lost rename leaves the one before); either way a blob is served only for an entry
+  listing its digest, after the hash. A torn line after the header places nothing; it
+  is set on a line of its own and dropped on the next trim;
 * a temporary file left behind is removed once it is an hour old.
 
 So a crash costs at most a miss (tests/unit/test_diskcache.py and
@@ -34,8 +37,8 @@ tests/integration/test_disk_cache.py show each case), and a cold load that fills
 cache costs little more than one without (bench/bench_cold_load.py).
 
 Nothing on disk is proof of anything. The index's identity only decides whether a
-label's blobs may be tried at all; modification times (write time) and access
-times (last use) only decide what is evicted.
+label's blobs may be tried at all, and its places only where to look; modification
+times (last append) and access times (last use) only decide what is evicted.
 
 POSIX only: elsewhere the cache turns itself off.
 """
@@ -44,21 +47,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import logging
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from skillward.cache._blobs import (
-    BLOBS,
-    blob_name,
-    list_blobs,
-    purge_blobs,
-    read_blob,
-    write_blob,
-)
 from skillward.cache._files import (
     LOCK,
     SUPPORTED,
@@ -69,6 +66,7 @@ from skillward.cache._files import (
     open_dir,
 )
 from skillward.cache._index import INDEX, Indexes
+from skillward.cache._packs import BLOBS, append, list_packs, purge_packs, read_blob
 from skillward.cache.seam import CacheKey
 from skillward.core.config import Limits
 from skillward.core.errors import UsageError, printable
@@ -79,6 +77,16 @@ from skillward.edge._local import default_local_dirs, overlap
 __all__ = ["DiskCache", "LabelUsage"]
 
 logger = logging.getLogger("skillward")
+
+_DIGEST_RE = re.compile(r"sha256:([0-9a-f]{64})\Z")
+# The most a pack grows to before the next one is started.
+_PACK_BYTES = 32 * 1024 * 1024
+
+
+def blob_name(key: CacheKey) -> str | None:
+    """The hex of ``key``'s digest; None for a digest that is not SHA-256."""
+    match = _DIGEST_RE.match(key.digest)
+    return match.group(1) if match else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +132,8 @@ class DiskCache:
         self._warned: set[tuple[str, str]] = set()
         # Keys this cache just served from disk: the host's put after them has nothing to do.
         self._served: set[CacheKey] = set()
+        # The pack this cache appends to, per label (each cache writes only its own).
+        self._writing: dict[str, str] = {}
         if not SUPPORTED:
             self._disable("this platform lacks O_NOFOLLOW or flock")
         paths = discovery if discovery is not None else [d.path for d in default_local_dirs()]
@@ -141,23 +151,22 @@ class DiskCache:
         if self.disabled is not None or name is None:
             return None
         check_label(key.origin)
-        # A blob that is not there is a miss, so one lookup settles a cold read: what it
-        # finds is never used (a blob that is there is opened through checked directories).
-        if not os.path.lexists(os.path.join(self._real_root, key.origin, BLOBS, name)):
+        # One stat settles most cold reads: no index, or an unchanged one placing no such
+        # blob (what it finds is never used: a blob that is there is read through checked
+        # directories).
+        index = os.path.join(self._real_root, key.origin, INDEX)
+        if self._indexes.surely_missing(key.origin, index, name):
             self._served.discard(key)
             return None
+        data = None
         try:
             with self._label(key.origin, create=False) as dirs:
-                if dirs is None:
-                    return None
-                label_fd, blobs_fd = dirs
-                if self._indexes.identity(key.origin, label_fd) != key.identity:
-                    return None  # another server's blobs, or no sound index: never tried
-                max_age = self.limits.max_cache_age
-                data = read_blob(blobs_fd, name, key, now=self._clock(), max_age=max_age)
+                # Another server's blobs, or no sound index: never tried.
+                if dirs is not None and self._indexes.identity(key.origin, dirs[0]) == key.identity:
+                    data = self._read(dirs[0], dirs[1], name, key)
         except (OSError, Unsafe) as exc:
             self._warn_once(key.origin, f"cache read skipped: {exc}")
-            return None
+        # Whatever is not served now is written again after the fetch.
         if data is None:
             self._served.discard(key)
         else:
@@ -169,13 +178,18 @@ class DiskCache:
         budget = self.limits.max_cache_bytes
         if self.disabled is not None or name is None or key.size > budget or key in self._served:
             return
+        if len(data) != key.size or hashlib.sha256(data).hexdigest() != name:
+            shown = printable(key.uri)
+            self._warn_once(key.origin, f"refused to cache bytes that do not match {shown}")
+            return
         try:
             with self._label(key.origin, create=True) as dirs:
                 assert dirs is not None
                 label_fd, blobs_fd = dirs
                 if not self._bind(label_fd, blobs_fd, key):
                     return
-                self._write_blob(label_fd, blobs_fd, name, key, data)
+                if self._indexes.place(key.origin, label_fd, name) is None:
+                    self._write_blob(label_fd, blobs_fd, name, key, data)
         except (OSError, Unsafe) as exc:
             self._warn_once(key.origin, f"cache write skipped: {exc}")
 
@@ -224,10 +238,11 @@ class DiskCache:
             for label in self._labels(root, None):
                 with self._label(label, create=False, root=root) as dirs:
                     if dirs is not None:
-                        blobs = list_blobs(dirs[1], self._clock())
-                        size = sum(b.size for b in blobs)
+                        packs = list_packs(dirs[1], self._clock())
+                        size = sum(pack.size for pack in packs)
                         shown = self._indexes.identity(label, dirs[0])
-                        found.append(LabelUsage(label, shown, len(blobs), size))
+                        files = self._indexes.live(label, dirs[0], {p.name for p in packs})
+                        found.append(LabelUsage(label, shown, files, size))
         return found
 
     def purge(self, label: str | None = None) -> tuple[int, int]:
@@ -348,52 +363,78 @@ class DiskCache:
             if self._indexes.identity(key.origin, label_fd) == key.identity:
                 return True
             # A new label, or one pointed at a different server: its old blobs go.
-            for blob in list_blobs(blobs_fd, self._clock()):
-                discard(blob.name, blobs_fd)
+            purge_packs(blobs_fd)
             self._indexes.rebind(key.origin, label_fd, key.identity)
             self._tally[key.origin] = 0
+            self._writing.pop(key.origin, None)
             return True
+
+    def _read(self, label_fd: int, blobs_fd: int, name: str, key: CacheKey) -> bytes | None:
+        where = self._indexes.place(key.origin, label_fd, name)
+        if where is None:
+            return None
+        if where.size != key.size:
+            problem: str | None = f"is recorded as {where.size} bytes, not the {key.size} listed"
+            data = None
+        else:
+            now, max_age = self._clock(), self.limits.max_cache_age
+            data, problem = read_blob(blobs_fd, where, name, now=now, max_age=max_age)
+        if data is None:
+            # Not served from there again: the fetch that follows writes it anew.
+            self._indexes.unplace(key.origin, name)
+        if problem is not None:
+            logger.warning(
+                "%s: the cached copy of %s %s; it is fetched again",
+                key.origin,
+                printable(key.uri),
+                problem,
+            )
+        return data
 
     def _write_blob(
         self, label_fd: int, blobs_fd: int, name: str, key: CacheKey, data: bytes
     ) -> None:
-        written = write_blob(blobs_fd, name, key, data, now=self._clock())
-        if written == "refused":
-            shown = printable(key.uri)
-            self._warn_once(key.origin, f"refused to cache bytes that do not match {shown}")
-        if written != "written":
+        budget = self.limits.max_cache_bytes
+        # A pack holds an eighth of the budget at most, so eviction (a pack at a time)
+        # never drops much more than it must.
+        room = max(1, min(_PACK_BYTES, budget // 8))
+        now = self._clock()
+        where = append(blobs_fd, self._writing.get(key.origin), data, room=room, now=now)
+        if where is None:
+            self._writing.pop(key.origin, None)
             return
-        self._indexes.record(label_fd, name, key, lambda: self._present(blobs_fd))
+        self._writing[key.origin] = where.pack
+        self._indexes.record(label_fd, name, where, key, lambda: self._packs(blobs_fd))
         tally = self._tally.get(key.origin)
         if tally is None:
-            tally = sum(blob.size for blob in list_blobs(blobs_fd, self._clock()))
+            tally = sum(pack.size for pack in list_packs(blobs_fd, now))
         else:
             tally += key.size
         self._tally[key.origin] = tally
-        if tally > self.limits.max_cache_bytes:
-            self._evict(label_fd, blobs_fd, key.origin, keep=name)
+        if tally > budget:
+            self._evict(label_fd, blobs_fd, key.origin, keep=where.pack)
 
-    def _present(self, blobs_fd: int) -> set[str]:
-        return {blob.name for blob in list_blobs(blobs_fd, self._clock())}
+    def _packs(self, blobs_fd: int) -> set[str]:
+        return {pack.name for pack in list_packs(blobs_fd, self._clock())}
 
     def _evict(self, label_fd: int, blobs_fd: int, label: str, *, keep: str) -> None:
-        """Remove expired blobs, then the least recently used, until a tenth under budget
-        (so a full label is not rescanned on every write)."""
+        """Remove packs all of whose blobs expired, then the least recently used, until a
+        tenth under budget (so a full label is not rescanned on every write)."""
         with flock(label_fd, wait=False) as held:
             if not held:
                 return  # another host is evicting this label right now
             now = self._clock()
-            blobs = list_blobs(blobs_fd, now)
+            packs = list_packs(blobs_fd, now)
             max_age = self.limits.max_cache_age
-            total = sum(blob.size for blob in blobs)
+            total = sum(pack.size for pack in packs)
             target = self.limits.max_cache_bytes * 9 // 10
-            present = {blob.name for blob in blobs}
-            for blob in sorted(blobs, key=lambda b: (b.used, b.name)):
-                expired = max_age is not None and now - blob.written > max_age
-                if blob.name != keep and (expired or total > target):
-                    discard(blob.name, blobs_fd)
-                    present.discard(blob.name)
-                    total -= blob.size
+            present = {pack.name for pack in packs}
+            for pack in sorted(packs, key=lambda p: (p.used, p.name)):
+                expired = max_age is not None and now - pack.written > max_age
+                if pack.name != keep and (expired or total > target):
+                    discard(pack.name, blobs_fd)
+                    present.discard(pack.name)
+                    total -= pack.size
             self._tally[label] = total
             self._indexes.trim(label, label_fd, present)
 
@@ -403,7 +444,9 @@ class DiskCache:
                 return 0, 0
             label_fd, blobs_fd = dirs
             with flock(label_fd, wait=True):
-                files, size = purge_blobs(blobs_fd)
+                packs = {pack.name for pack in list_packs(blobs_fd, self._clock())}
+                files = self._indexes.live(label, label_fd, packs)
+                size = purge_packs(blobs_fd)
                 for name in (INDEX, LOCK):
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(name, dir_fd=label_fd)
@@ -413,6 +456,7 @@ class DiskCache:
         with contextlib.suppress(OSError):
             os.rmdir(label, dir_fd=root)
         self._tally.pop(label, None)
+        self._writing.pop(label, None)
         self._indexes.forget(label)
         # forget() runs in a worker thread: copy before filtering (list() holds the GIL).
         self._served.difference_update([k for k in list(self._served) if k.origin == label])

@@ -1,13 +1,17 @@
-"""The disk cache's per-label index: which server a label's blobs came from.
+"""The disk cache's per-label index: which server a label's blobs came from, and where
+each blob is.
 
 ``<label>/index.jsonl`` starts with a header line naming the format and the transport
 identity the label's blobs were fetched from; a label's blobs are tried only when that
-identity is the one asked for. Then one line per blob written, naming the skill and file
-it was written for: no read relies on those, and they are trimmed to the blobs present.
+identity is the one asked for. Then one line per blob written: its digest, the pack,
+offset and length it was appended at, when, and the skill and file it was written for.
+The latest line for a digest wins, and lines are trimmed to the packs present.
 
-A header that is not whole (no newline, not JSON, not this format) is no sound index: the
-label's blobs are never tried, and the next write rebinds the label. A torn line after
-the header is set on a line of its own and dropped on the next trim.
+Nothing here is proof of anything: a blob is served only if the bytes at its place hash
+to its digest (``_packs.py``). A header that is not whole (no newline, not JSON, not this
+format) is no sound index: the label's blobs are never tried, and the next write rebinds
+the label. A torn or malformed line after the header is skipped, set apart from the next
+line appended, and dropped on the next trim.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ import json
 import os
 import stat
 from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
 
 from skillward.cache._files import APPEND_FLAGS, flock, write_all, write_new
+from skillward.cache._packs import Location, is_pack
 from skillward.cache.seam import CacheKey
 from skillward.edge._tree import READ_FLAGS
 
@@ -25,12 +31,11 @@ __all__ = ["INDEX", "Indexes"]
 
 #: The index file in each label's directory.
 INDEX = "index.jsonl"
-_FORMAT = 1
+_FORMAT = 2
 _MAX_HEADER = 64 * 1024
-_HEADER_CHUNK = 512
-# An index line longer than this was not written by the cache: it is dropped on a trim.
+# An index line longer than this was not written by the cache: it is skipped.
 _MAX_LINE = 64 * 1024
-# The index is trimmed to the blobs present once it passes this, or twice its last trim.
+# The index is trimmed to the packs present once it passes this, or twice its last trim.
 _INDEX_ROOM = 64 * 1024
 
 
@@ -42,32 +47,21 @@ def _signature(info: os.stat_result) -> _Signature:
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
-def _read_identity(label_fd: int) -> tuple[str | None, _Signature | None]:
-    """The identity in the index's first line (None if there is no sound index), and the
-    signature of the file it was read from (None if it is not a regular file)."""
-    try:
-        fd = os.open(INDEX, READ_FLAGS, dir_fd=label_fd)
-    except OSError:
-        return None, None
-    head = b""
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return None, None
-        while b"\n" not in head and len(head) < _MAX_HEADER:
-            chunk = os.read(fd, min(_HEADER_CHUNK, _MAX_HEADER - len(head)))
-            if not chunk:
-                break
-            head += chunk
-    finally:
-        os.close(fd)
-    return _identity_of(head), _signature(info)
+@dataclass
+class _Read:
+    """One label's index as last read: the identity (None: no sound index), and the
+    latest line and place of each blob."""
+
+    signature: _Signature
+    identity: str | None
+    header: bytes = b""
+    lines: dict[str, bytes] = field(default_factory=dict)
+    places: dict[str, Location] = field(default_factory=dict)
 
 
-def _identity_of(head: bytes) -> str | None:
-    """The identity in the header line that starts ``head``, or None if it is not sound."""
-    line, newline, _ = head.partition(b"\n")
-    if not newline:
+def _identity_of(line: bytes) -> str | None:
+    """The identity in a header line, or None if it is not sound."""
+    if not line.endswith(b"\n"):
         return None
     try:
         header = json.loads(line)
@@ -79,78 +73,151 @@ def _identity_of(head: bytes) -> str | None:
     return found if isinstance(found, str) else None
 
 
-def _lines(label_fd: int, present: Collection[str]) -> tuple[bytes, list[bytes]] | None:
-    """The index's header line and the latest line of each blob in ``present``; None
-    (leave it alone) if the index is not a regular file with a sound header."""
+def _place_of(line: bytes) -> tuple[str, Location] | None:
+    """The digest (hex) and place a record line gives, or None if it is not one."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(record, dict):
+        return None
+    blob, pack, at = record.get("blob"), record.get("pack"), record.get("at")
+    size, written = record.get("size"), record.get("written")
+    if not (
+        isinstance(blob, str)
+        and isinstance(pack, str)
+        and is_pack(pack)
+        and type(at) is int
+        and type(size) is int
+        and at >= 0
+        and size >= 0
+        and isinstance(written, int | float)
+    ):
+        return None
+    return blob, Location(pack, at, size, float(written))
+
+
+def _read(label_fd: int) -> _Read | None:
+    """The index as it is on disk; None if there is none, or it is not a regular file."""
     try:
         fd = os.open(INDEX, READ_FLAGS, dir_fd=label_fd)
     except OSError:
         return None
-    lines: dict[str, bytes] = {}
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             return None
         header = handle.readline(_MAX_HEADER)
-        if _identity_of(header) is None:
-            return None
+        found = _Read(_signature(info), _identity_of(header), header)
+        if found.identity is None:
+            return found
         while line := handle.readline(_MAX_LINE):
             if not line.endswith(b"\n"):
-                while line and not line.endswith(b"\n"):  # too long or torn: dropped
+                while line and not line.endswith(b"\n"):  # too long or torn: skipped
                     line = handle.readline(_MAX_LINE)
                 continue
-            try:
-                blob = json.loads(line).get("blob")
-            except (ValueError, AttributeError):
-                continue
-            if isinstance(blob, str) and blob in present:
-                lines.pop(blob, None)
-                lines[blob] = line
-    return header, list(lines.values())
+            place = _place_of(line)
+            if place is not None:
+                found.lines.pop(place[0], None)
+                found.lines[place[0]] = line
+                found.places[place[0]] = place[1]
+    return found
 
 
 class Indexes:
-    """The index of each label of one cache, and how large each was after its last trim
-    (so that an index is trimmed when it has doubled, not rescanned on every write).
+    """The index of each label of one cache, as last read, and how large each was after
+    its last trim (so that an index is trimmed when it has doubled, not on every write).
 
-    The identity read from each label's index is kept with the index's signature, and
-    read again whenever a stat of the index shows a different one: an index rebound or
-    rewritten by any process is a new file, and one appended to has a new size and times.
+    An index is read again whenever a stat of it shows a different signature: one
+    rebound or rewritten by any process is a new file, and one appended to has a new
+    size and times.
     """
 
     def __init__(self) -> None:
         self._kept: dict[str, int] = {}
-        self._seen: dict[str, tuple[_Signature, str | None]] = {}
+        self._read: dict[str, _Read] = {}
         self._appended: dict[str, _Signature] = {}
 
-    def identity(self, label: str, label_fd: int) -> str | None:
-        """The identity in ``label``'s index, or None if there is no sound index."""
+    def _current(self, label: str, label_fd: int) -> _Read | None:
         try:
             info = os.stat(INDEX, dir_fd=label_fd, follow_symlinks=False)
         except OSError:
+            self._read.pop(label, None)
             return None
-        seen = self._seen.get(label)
-        if seen is not None and seen[0] == _signature(info):
-            return seen[1]
-        found, signature = _read_identity(label_fd)
-        if signature is None:
-            self._seen.pop(label, None)
+        seen = self._read.get(label)
+        if seen is not None and seen.signature == _signature(info):
+            return seen
+        found = _read(label_fd)
+        if found is None:
+            self._read.pop(label, None)
         else:
-            self._seen[label] = (signature, found)
+            self._read[label] = found
         return found
+
+    def identity(self, label: str, label_fd: int) -> str | None:
+        """The identity in ``label``'s index, or None if there is no sound index."""
+        found = self._current(label, label_fd)
+        return None if found is None else found.identity
+
+    def place(self, label: str, label_fd: int, blob: str) -> Location | None:
+        """Where the index says blob ``blob`` (its digest's hex) is."""
+        found = self._current(label, label_fd)
+        return None if found is None else found.places.get(blob)
+
+    def surely_missing(self, label: str, index_path: str, blob: str) -> bool:
+        """True if ``blob`` is known to be missing without opening anything: there is no
+        index, or the one last read is unchanged and does not place it."""
+        try:
+            info = os.stat(index_path, follow_symlinks=False)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        seen = self._read.get(label)
+        return seen is not None and seen.signature == _signature(info) and blob not in seen.places
+
+    def unplace(self, label: str, blob: str) -> None:
+        """Forget where ``blob`` was: what is there is not it (a newer line may say)."""
+        seen = self._read.get(label)
+        if seen is not None:
+            seen.places.pop(blob, None)
+            seen.lines.pop(blob, None)
+
+    def live(self, label: str, label_fd: int, packs: Collection[str]) -> int:
+        """How many blobs the index places in ``packs``."""
+        found = self._current(label, label_fd)
+        if found is None or found.identity is None:
+            return 0
+        return sum(1 for place in found.places.values() if place.pack in packs)
 
     def rebind(self, label: str, label_fd: int, identity: str) -> None:
         """Start ``label``'s index afresh for blobs from ``identity`` (its lock held)."""
         header = json.dumps({"format": _FORMAT, "identity": identity}) + "\n"
         write_new(label_fd, INDEX, header.encode())
         self._kept[label] = len(header)
+        self._read.pop(label, None)
 
     def record(
-        self, label_fd: int, name: str, key: CacheKey, present: Callable[[], Collection[str]]
+        self,
+        label_fd: int,
+        blob: str,
+        where: Location,
+        key: CacheKey,
+        packs: Callable[[], Collection[str]],
     ) -> None:
-        """Record the skill and file blob ``name`` was written for. Under the label's lock,
-        so a trim never drops a line being appended; the index is trimmed to the blobs
-        ``present`` returns when it has grown to twice its size at the last trim."""
-        line = (json.dumps({"blob": name, "skill": key.skill, "uri": key.uri}) + "\n").encode()
+        """Record that blob ``blob`` (of ``key``) is at ``where``. Under the label's lock,
+        so a trim never drops a line being appended; the index is trimmed to the ``packs``
+        present when it has grown to twice its size at the last trim."""
+        record = {
+            "blob": blob,
+            "pack": where.pack,
+            "at": where.at,
+            "size": where.size,
+            "written": where.written,
+            "skill": key.skill,
+            "uri": key.uri,
+        }
+        line = (json.dumps(record) + "\n").encode()
         with flock(label_fd, wait=True):
             fd = os.open(INDEX, APPEND_FLAGS, dir_fd=label_fd)
             try:
@@ -168,26 +235,31 @@ class Indexes:
                 write_all(fd, line)
                 after = _signature(os.fstat(fd))
                 self._appended[key.origin] = after
-                seen = self._seen.get(key.origin)
-                if seen is not None and seen[0] == before:
+                seen = self._read.get(key.origin)
+                if seen is not None and seen.signature == before:
                     # Only this append (under the lock) changed the index since it was read.
-                    self._seen[key.origin] = (after, seen[1])
+                    seen.signature = after
+                    seen.lines.pop(blob, None)
+                    seen.lines[blob] = line.lstrip(b"\n")
+                    seen.places[blob] = where
             finally:
                 os.close(fd)
             if info.st_size + len(line) > max(_INDEX_ROOM, 2 * self._kept.get(key.origin, 0)):
-                self.trim(key.origin, label_fd, present())
+                self.trim(key.origin, label_fd, packs())
 
-    def trim(self, label: str, label_fd: int, present: Collection[str]) -> None:
-        """Rewrite the index with one line per blob still present (the label's lock held)."""
-        kept = _lines(label_fd, present)
-        if kept is None:
+    def trim(self, label: str, label_fd: int, packs: Collection[str]) -> None:
+        """Rewrite the index with the latest line of each blob in the ``packs`` present
+        (the label's lock held)."""
+        found = _read(label_fd)
+        if found is None or found.identity is None:
             return  # no sound index: its blobs are never tried, and the next write rebinds
-        header, lines = kept
-        data = header + b"".join(lines)
+        lines = [line for blob, line in found.lines.items() if found.places[blob].pack in packs]
+        data = found.header + b"".join(lines)
         write_new(label_fd, INDEX, data)
         self._kept[label] = len(data)
+        self._read.pop(label, None)
 
     def forget(self, label: str) -> None:
         self._kept.pop(label, None)
-        self._seen.pop(label, None)
+        self._read.pop(label, None)
         self._appended.pop(label, None)
