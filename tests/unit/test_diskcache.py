@@ -309,6 +309,25 @@ def test_an_index_a_crash_cut_anywhere_is_a_miss_until_the_next_write(tmp_path: 
         assert index.read_bytes().startswith(whole[:header_end])
 
 
+@pytest.mark.threat("T32")
+def test_a_cache_an_earlier_version_left_a_file_per_blob_is_never_read_and_goes(
+    tmp_path: Path,
+) -> None:
+    data = b"content\n"
+    blobs = tmp_path / "docs" / "blobs"
+    blobs.mkdir(parents=True, mode=0o700)
+    tmp_path.joinpath("docs").chmod(0o700)
+    old = blobs / hashlib.sha256(data).hexdigest()
+    old.write_bytes(data)
+    index = {"format": 1, "identity": HTTP}
+    (tmp_path / "docs" / "index.jsonl").write_text(json.dumps(index) + "\n")
+    cache = cache_at(tmp_path)
+    assert cache.get(key(data)) is None
+    cache.put(key(data), data)
+    assert not old.exists()
+    assert cache_at(tmp_path).get(key(data)) == data
+
+
 # --- the index's places are checked, never trusted -----------------------------------------
 
 
