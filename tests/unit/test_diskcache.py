@@ -251,6 +251,35 @@ def test_a_line_another_writer_left_torn_never_joins_the_next_line_a_running_cac
     assert json.loads(lines[-1])["uri"] == key(second).uri
 
 
+@pytest.mark.threat("T31")
+def test_a_line_caught_half_appended_is_read_again_once_whole(tmp_path: Path) -> None:
+    first, second = b"first\n", b"second\n"
+    running = cache_at(tmp_path)
+    running.put(key(first), first)
+    other = cache_at(tmp_path)
+    other.put(key(second), second)
+    index = tmp_path / "docs" / "index.jsonl"
+    whole = index.read_bytes()
+    line_start = whole.rindex(b"\n", 0, len(whole) - 1) + 1
+    # The other writer's line, as a reader may catch it mid-append: half, then whole.
+    index.write_bytes(whole[: line_start + 10])
+    assert running.get(key(second)) is None
+    with index.open("ab") as rest:
+        rest.write(whole[line_start + 10 :])
+    assert running.get(key(second)) == second
+    assert running.get(key(first)) == first
+
+
+def test_a_running_cache_finds_what_another_appended_since_it_last_read(tmp_path: Path) -> None:
+    running = cache_at(tmp_path)
+    blobs = [b"blob %d\n" % i for i in range(30)]
+    running.put(key(blobs[0]), blobs[0])
+    for data in blobs[1:]:
+        cache_at(tmp_path).put(key(data), data)
+        assert running.get(key(data)) == data
+    assert all(running.get(key(data)) == data for data in blobs)
+
+
 def _torn(data: bytes) -> dict[str, bytes]:
     return {
         "empty": b"",

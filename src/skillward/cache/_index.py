@@ -21,6 +21,7 @@ import os
 import stat
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 from skillward.cache._files import APPEND_FLAGS, flock, write_all, write_new
 from skillward.cache._packs import Location, is_pack
@@ -57,6 +58,9 @@ class _Read:
     header: bytes = b""
     lines: dict[str, bytes] = field(default_factory=dict)
     places: dict[str, Location] = field(default_factory=dict)
+    #: Where the last whole line read ends: an index only appended to since is read on
+    #: from there, not from the start.
+    consumed: int = 0
 
 
 def _identity_of(line: bytes) -> str | None:
@@ -97,8 +101,11 @@ def _place_of(line: bytes) -> tuple[str, Location] | None:
     return blob, Location(pack, at, size, float(written))
 
 
-def _read(label_fd: int) -> _Read | None:
-    """The index as it is on disk; None if there is none, or it is not a regular file."""
+def _read(label_fd: int, before: _Read | None = None) -> _Read | None:
+    """The index as it is on disk; None if there is none, or it is not a regular file.
+    ``before`` (the same label's last read, updated and returned) is read on from where it
+    ended if the index is the same file, no shorter: between rewrites it is only appended
+    to (a rebind or trim makes a new file)."""
     try:
         fd = os.open(INDEX, READ_FLAGS, dir_fd=label_fd)
     except OSError:
@@ -107,21 +114,42 @@ def _read(label_fd: int) -> _Read | None:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return None
-        header = handle.readline(_MAX_HEADER)
-        found = _Read(_signature(info), _identity_of(header), header)
-        if found.identity is None:
-            return found
-        while line := handle.readline(_MAX_LINE):
-            if not line.endswith(b"\n"):
-                while line and not line.endswith(b"\n"):  # too long or torn: skipped
-                    line = handle.readline(_MAX_LINE)
-                continue
-            place = _place_of(line)
-            if place is not None:
-                found.lines.pop(place[0], None)
-                found.lines[place[0]] = line
-                found.places[place[0]] = place[1]
+        signature = _signature(info)
+        if (
+            before is not None
+            and before.identity is not None
+            and before.signature[:2] == signature[:2]
+            and info.st_size >= before.consumed
+        ):
+            found = before
+            found.signature = signature
+            handle.seek(found.consumed)
+        else:
+            header = handle.readline(_MAX_HEADER)
+            found = _Read(signature, _identity_of(header), header, consumed=handle.tell())
+            if found.identity is None:
+                return found
+        _read_lines(handle, found)
     return found
+
+
+def _read_lines(handle: BinaryIO, found: _Read) -> None:
+    """The record lines from where ``handle`` is, into ``found``. A last line with no
+    newline is not consumed: a writer may be appending it right now."""
+    while line := handle.readline(_MAX_LINE):
+        if not line.endswith(b"\n"):
+            if len(line) < _MAX_LINE:
+                return  # at the end: read again next time, whole or torn
+            while line and not line.endswith(b"\n"):  # too long: skipped
+                line = handle.readline(_MAX_LINE)
+            found.consumed = handle.tell()
+            continue
+        found.consumed = handle.tell()
+        place = _place_of(line)
+        if place is not None:
+            found.lines.pop(place[0], None)
+            found.lines[place[0]] = line
+            found.places[place[0]] = place[1]
 
 
 class Indexes:
@@ -129,8 +157,8 @@ class Indexes:
     its last trim (so that an index is trimmed when it has doubled, not on every write).
 
     An index is read again whenever a stat of it shows a different signature: one
-    rebound or rewritten by any process is a new file, and one appended to has a new
-    size and times.
+    rebound or rewritten by any process is a new file (read whole), and one appended to
+    has a new size and times (read on from where the last read ended).
     """
 
     def __init__(self) -> None:
@@ -147,7 +175,7 @@ class Indexes:
         seen = self._read.get(label)
         if seen is not None and seen.signature == _signature(info):
             return seen
-        found = _read(label_fd)
+        found = _read(label_fd, seen)
         if found is None:
             self._read.pop(label, None)
         else:
@@ -239,6 +267,8 @@ class Indexes:
                 if seen is not None and seen.signature == before:
                     # Only this append (under the lock) changed the index since it was read.
                     seen.signature = after
+                    if seen.consumed == info.st_size:
+                        seen.consumed = after[2]
                     seen.lines.pop(blob, None)
                     seen.lines[blob] = line.lstrip(b"\n")
                     seen.places[blob] = where
