@@ -19,6 +19,7 @@ import atexit
 import compileall
 import os
 import shutil
+import statistics
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -111,13 +112,22 @@ async def side_by_side(
 
 async def alternating(*fns: Callable[[], Awaitable[object]], repeat: int = 3) -> list[float]:
     """Best times of each of ``fns``, run in turn ``repeat`` times over."""
-    best = [float("inf")] * len(fns)
-    for _ in range(repeat):
-        for index, fn in enumerate(fns):
+    return [min(times) for times in await in_rounds(*fns, repeat=repeat)]
+
+
+async def in_rounds(*fns: Callable[[], Awaitable[object]], repeat: int = 3) -> list[list[float]]:
+    """Every run's seconds of each of ``fns``, run in turn ``repeat`` times over, the order
+    rotated each round: what a run leaves behind (dirty pages being written back, a warm
+    cache) falls on each of the others alike, not always on the one after it."""
+    times: list[list[float]] = [[] for _ in fns]
+    order = list(range(len(fns)))
+    for round_ in range(repeat):
+        shift = round_ % len(fns)
+        for index in order[shift:] + order[:shift]:
             started = time.perf_counter()
-            await fn()
-            best[index] = min(best[index], time.perf_counter() - started)
-    return best
+            await fns[index]()
+            times[index].append(time.perf_counter() - started)
+    return times
 
 
 def _verdict(value: float, goal: float | None, unit: str) -> str:
@@ -136,6 +146,24 @@ def report(
     print(
         f"{name}: {measured * 1000:.1f} ms; {baseline_name}: {baseline * 1000:.1f} ms; "
         f"ratio {ratio:.2f}x {_verdict(ratio, goal, 'x')}"
+    )
+
+
+def report_rounds(
+    name: str,
+    measured: list[float],
+    baseline_name: str,
+    baseline: list[float],
+    *,
+    goal: float | None = None,
+) -> None:
+    """Times taken in the same rounds (``in_rounds``), as the median of the per-round
+    ratios with its goal: a ratio within a round is what drift between rounds spares."""
+    ratio = statistics.median(m / b for m, b in zip(measured, baseline, strict=True))
+    print(
+        f"{name}: {statistics.median(measured) * 1000:.1f} ms; {baseline_name}: "
+        f"{statistics.median(baseline) * 1000:.1f} ms; median per-round ratio {ratio:.2f}x "
+        f"{_verdict(ratio, goal, 'x')}"
     )
 
 

@@ -6,7 +6,9 @@ Prints five ratios, three with their goals:
   its text rendered) against a bare mcp.Client reading the same files with no checks,
   run in alternation on the same server;
 * the same cold load with an empty DiskCache, which writes every file, against one with
-  no cache (goal 1.1x: the cache appends to packs and fsyncs nothing, see cache/_disk.py);
+  no cache (goal 1.1x: the cache appends to packs and fsyncs nothing, see cache/_disk.py),
+  as the median of per-round ratios, the order rotated each round (what one run leaves
+  the file system to write back falls on each of the others alike);
 * two lines with no goal, for reading the one above, each the no-cache load plus plain
   writes of the same bytes timed in the same rounds: appended to one file (the floor, set
   by the file system), and a file per blob (create, write, rename: what a cache that kept
@@ -34,7 +36,7 @@ from mcp import Client, StdioServerParameters
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _timing import alternating, best_of, report, side_by_side
+from _timing import best_of, in_rounds, report, report_rounds, side_by_side
 from skillward.cache._disk import DiskCache
 from skillward.cache.seam import ContentCache
 from skillward.core.verify import sha256_digest, verify_file
@@ -139,7 +141,7 @@ async def main() -> None:
 
         with tempfile.TemporaryDirectory() as cache_tmp:
             # The plain writes in the same rounds: what the file system charges varies.
-            cached_time, uncached_time, append_time, files_time = await alternating(
+            cached, uncached, appended, per_file = await in_rounds(
                 filling_cache, verified_load, appending, a_file_per_blob, repeat=CACHE_ROUNDS
             )
         items = [
@@ -159,25 +161,26 @@ async def main() -> None:
         bare_time,
         goal=1.15,
     )
-    report(
+    print(f"the cache's cost, {CACHE_ROUNDS} rounds")
+    report_rounds(
         "the same cold load, writing every file to an empty DiskCache",
-        cached_time,
+        cached,
         "with no cache",
-        uncached_time,
+        uncached,
         goal=1.1,
     )
     # What writing the bytes costs this machine's file system, whoever writes them.
-    report(
+    report_rounds(
         "  the floor: the no-cache load plus the same bytes appended plainly to one file",
-        uncached_time + append_time,
+        [load + extra for load, extra in zip(uncached, appended, strict=True)],
         "with no cache",
-        uncached_time,
+        uncached,
     )
-    report(
+    report_rounds(
         "  a file per blob: the no-cache load plus a plain create, write and rename of each",
-        uncached_time + files_time,
+        [load + extra for load, extra in zip(uncached, per_file, strict=True)],
         "with no cache",
-        uncached_time,
+        uncached,
     )
     # A guard, not a goal of its own: about 5 us a file over hashing, which noise can double.
     report("verify_file over every file", verify_time, "sha256 hexdigest", hash_time, goal=1.25)

@@ -4,7 +4,7 @@ Layout, under the user cache directory (``~/.cache/skillward`` on Linux)::
 
     <root>/<label>/index.jsonl            the transport identity, then where each blob is
     <root>/<label>/blobs/pack-<pid>-<hex> blobs appended one after another
-    <root>/<label>/lock                   serialises rebinding, index writes, eviction, purges
+    <root>/<label>/lock                   serialises rebinding, trims, eviction and purges
 
 Labels are host-assigned (``[a-z0-9-]``) and pack names are made here: nothing a
 server writes becomes part of a path. Directories are 0700 and files 0600, made

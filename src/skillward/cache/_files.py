@@ -4,7 +4,7 @@ Directories are opened through their parent's descriptor with ``O_NOFOLLOW`` and
 the user's own and writable by nobody else; they are made 0700 and files 0600 whatever
 the umask. Files are written through a private temporary file and an atomic rename, and
 never ``fsync``-ed (``_disk.py`` says why). The per-label lock serialises what rewrites
-a label: rebinding it, index writes, eviction and purges.
+a label: rebinding it, trimming its index, eviction and purges.
 
 POSIX only: :data:`SUPPORTED` is False elsewhere, and the cache turns itself off.
 """

@@ -233,9 +233,11 @@ class Indexes:
         key: CacheKey,
         packs: Callable[[], Collection[str]],
     ) -> None:
-        """Record that blob ``blob`` (of ``key``) is at ``where``. Under the label's lock,
-        so a trim never drops a line being appended; the index is trimmed to the ``packs``
-        present when it has grown to twice its size at the last trim."""
+        """Record that blob ``blob`` (of ``key``) is at ``where``, with one append of one
+        line (no lock: O_APPEND places each line whole after the others). A line a trim
+        drops while it is appended to the file being replaced costs a miss, never a wrong
+        read. The index is trimmed to the ``packs`` present, under the label's lock, when it
+        has grown to twice its size at the last trim."""
         record = {
             "blob": blob,
             "pack": where.pack,
@@ -246,36 +248,42 @@ class Indexes:
             "uri": key.uri,
         }
         line = (json.dumps(record) + "\n").encode()
-        with flock(label_fd, wait=True):
-            fd = os.open(INDEX, APPEND_FLAGS, dir_fd=label_fd)
-            try:
-                info = os.fstat(fd)
-                if not stat.S_ISREG(info.st_mode):
-                    return
-                before = _signature(info)
-                # An index no one changed since this cache's last append ends with its newline.
-                if (
-                    info.st_size
-                    and self._appended.get(key.origin) != before
-                    and os.pread(fd, 1, info.st_size - 1) != b"\n"
-                ):
-                    line = b"\n" + line  # after a torn line (a writer died): a line of its own
-                write_all(fd, line)
-                after = _signature(os.fstat(fd))
-                self._appended[key.origin] = after
-                seen = self._read.get(key.origin)
-                if seen is not None and seen.signature == before:
-                    # Only this append (under the lock) changed the index since it was read.
-                    seen.signature = after
-                    if seen.consumed == info.st_size:
-                        seen.consumed = after[2]
-                    seen.lines.pop(blob, None)
-                    seen.lines[blob] = line.lstrip(b"\n")
-                    seen.places[blob] = where
-            finally:
-                os.close(fd)
-            if info.st_size + len(line) > max(_INDEX_ROOM, 2 * self._kept.get(key.origin, 0)):
-                self.trim(key.origin, label_fd, packs())
+        fd = os.open(INDEX, APPEND_FLAGS, dir_fd=label_fd)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                return
+            before = _signature(info)
+            # An index no one changed since this cache's last append ends with its newline.
+            if (
+                info.st_size
+                and self._appended.get(key.origin) != before
+                and os.pread(fd, 1, info.st_size - 1) != b"\n"
+            ):
+                line = b"\n" + line  # after a torn line (a writer died): a line of its own
+            write_all(fd, line)
+            after = _signature(os.fstat(fd))
+            self._appended[key.origin] = after
+            seen = self._read.get(key.origin)
+            if (
+                seen is not None
+                and seen.signature == before
+                and after[:2] == before[:2]
+                and after[2] == before[2] + len(line)
+            ):
+                # Only this line changed the index since it was read.
+                seen.signature = after
+                if seen.consumed == info.st_size:
+                    seen.consumed = after[2]
+                seen.lines.pop(blob, None)
+                seen.lines[blob] = line.lstrip(b"\n")
+                seen.places[blob] = where
+        finally:
+            os.close(fd)
+        if info.st_size + len(line) > max(_INDEX_ROOM, 2 * self._kept.get(key.origin, 0)):
+            with flock(label_fd, wait=False) as held:
+                if held:  # else another process is trimming or evicting it right now
+                    self.trim(key.origin, label_fd, packs())
 
     def trim(self, label: str, label_fd: int, packs: Collection[str]) -> None:
         """Rewrite the index with the latest line of each blob in the ``packs`` present
