@@ -270,6 +270,26 @@ def test_a_line_caught_half_appended_is_read_again_once_whole(tmp_path: Path) ->
     assert running.get(key(first)) == first
 
 
+@pytest.mark.threat("T31")
+def test_a_line_a_concurrent_trim_dropped_is_a_miss_and_is_recorded_again(
+    tmp_path: Path,
+) -> None:
+    first, second = b"first\n", b"second\n"
+    running = cache_at(tmp_path)
+    running.put(key(first), first)
+    running.put(key(second), second)
+    index = tmp_path / "docs" / "index.jsonl"
+    header, first_line, _ = index.read_bytes().splitlines()
+    # A trim elsewhere read the index before second's line was appended, then replaced it.
+    trimmed = tmp_path / "trimmed"
+    trimmed.write_bytes(header + b"\n" + first_line + b"\n")
+    trimmed.replace(index)
+    assert running.get(key(second)) is None
+    assert running.get(key(first)) == first
+    running.put(key(second), second)
+    assert cache_at(tmp_path).get(key(second)) == second
+
+
 def test_a_running_cache_finds_what_another_appended_since_it_last_read(tmp_path: Path) -> None:
     running = cache_at(tmp_path)
     blobs = [b"blob %d\n" % i for i in range(30)]
