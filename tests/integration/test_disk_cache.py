@@ -24,7 +24,7 @@ from skillward.core.errors import SkillNotFound
 from skillward.edge._local import LocalSkillDir, discover
 from skillward.edge.servers import HttpTransport, ServerSpec, StdioTransport
 from skillward.host.skillhost import HostConfig, SkillHost
-from tests.support.cache import cached_blobs, packs, placed, stored
+from tests.support.cache import cached_blobs, packs, placed, plant, stored
 from tests.support.doubles import Approving
 from tests.support.servers import http_server
 from tests.support.trees import skill_md, write
@@ -243,17 +243,11 @@ async def test_anything_but_a_regular_file_at_a_pack_path_is_refused(
     # The symlink's target holds exactly the right bytes: it is refused all the same.
     target = write(tmp_path / "elsewhere", "notes.md", FILES["cached/notes.md"])
 
-    def plant(path: Path) -> None:
-        path.unlink()
-        if planted == "symlink":
-            path.symlink_to(target)
-        elif planted == "fifo":
-            os.mkfifo(path)
-        else:
-            path.mkdir()
+    def planting(path: Path) -> None:
+        plant(path, planted, target)
 
     # The pack held every file of the load: each is fetched again.
-    await reload_after(http, tmp_path / "cache", "cached/notes.md", plant, fetched=list(FILES))
+    await reload_after(http, tmp_path / "cache", "cached/notes.md", planting, fetched=list(FILES))
     assert target.read_bytes() == FILES["cached/notes.md"]
 
 

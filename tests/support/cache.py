@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import NamedTuple
 
@@ -69,3 +70,15 @@ def cached_blobs(root: Path, label: str) -> set[str]:
         for r in index_records(root, label)
         if (root / label / "blobs" / str(r["pack"])).is_file()
     }
+
+
+def plant(path: Path, planted: str, target: Path) -> None:
+    """Put something other than a pack at ``path``: a symlink to ``target``, a FIFO or a
+    directory."""
+    path.unlink()
+    if planted == "symlink":
+        path.symlink_to(target)
+    elif planted == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()

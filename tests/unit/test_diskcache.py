@@ -9,6 +9,7 @@ import re
 import stat
 import sys
 import tempfile
+import tracemalloc
 from pathlib import Path
 
 import anyio
@@ -20,7 +21,15 @@ from skillward.cache._disk import DiskCache, LabelUsage
 from skillward.cache.seam import CacheKey
 from skillward.core.config import Limits
 from skillward.core.errors import ConfigError, UsageError
-from tests.support.cache import cached_blobs, index_records, packed_bytes, packs, placed, stored
+from tests.support.cache import (
+    cached_blobs,
+    index_records,
+    packed_bytes,
+    packs,
+    placed,
+    plant,
+    stored,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HTTP = "http:https://docs.example.com/mcp"
@@ -428,6 +437,17 @@ def test_a_line_recording_a_size_other_than_the_listing_is_never_read(tmp_path: 
     # A huge recorded size is refused before anything is read or allocated.
     rewrite_records(tmp_path, {"size": 2**62})
     assert cache_at(tmp_path).get(key(data)) is None
+    # One the pack could hold (sparse, 64 MiB) is refused too: nothing of it is read.
+    [pack] = packs(tmp_path, "docs")
+    os.truncate(pack, 64 * 1024 * 1024)
+    rewrite_records(tmp_path, {"size": 64 * 1024 * 1024})
+    tracemalloc.start()
+    try:
+        assert cache_at(tmp_path).get(key(data)) is None
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * 1024 * 1024
 
 
 def test_filling_the_cache_appends_to_one_pack_instead_of_a_file_per_blob(
@@ -469,13 +489,7 @@ async def test_something_planted_where_a_cache_appends_is_never_written_through(
     [pack] = packs(tmp_path, "docs")
     target = tmp_path / "target"
     target.write_bytes(b"not the cache's\n")
-    pack.unlink()
-    if planted == "symlink":
-        pack.symlink_to(target)
-    elif planted == "fifo":
-        os.mkfifo(pack)
-    else:
-        pack.mkdir()
+    plant(pack, planted, target)
     # A FIFO opened to write without O_NONBLOCK would hang the writer.
     with anyio.fail_after(10):
         await anyio.to_thread.run_sync(cache.put, key(second), second, abandon_on_cancel=True)

@@ -52,7 +52,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,7 +66,7 @@ from skillward.cache._files import (
     open_dir,
 )
 from skillward.cache._index import INDEX, Indexes
-from skillward.cache._packs import BLOBS, append, list_packs, purge_packs, read_blob
+from skillward.cache._packs import BLOBS, Location, append, list_packs, purge_packs, read_blob
 from skillward.cache.seam import CacheKey
 from skillward.core.config import Limits
 from skillward.core.errors import UsageError, printable
@@ -161,9 +161,11 @@ class DiskCache:
         data = None
         try:
             with self._label(key.origin, create=False) as dirs:
-                # Another server's blobs, or no sound index: never tried.
-                if dirs is not None and self._indexes.identity(key.origin, dirs[0]) == key.identity:
-                    data = self._read(dirs[0], dirs[1], name, key)
+                if dirs is not None:
+                    # Another server's blobs, or no sound index: never tried.
+                    places = self._indexes.places(key.origin, dirs[0], key.identity)
+                    if places is not None:
+                        data = self._read(dirs[1], places.get(name), name, key)
         except (OSError, Unsafe) as exc:
             self._warn_once(key.origin, f"cache read skipped: {exc}")
         # Whatever is not served now is written again after the fetch.
@@ -186,9 +188,8 @@ class DiskCache:
             with self._label(key.origin, create=True) as dirs:
                 assert dirs is not None
                 label_fd, blobs_fd = dirs
-                if not self._bind(label_fd, blobs_fd, key):
-                    return
-                if self._indexes.place(key.origin, label_fd, name) is None:
+                places = self._bind(label_fd, blobs_fd, key)
+                if places is not None and name not in places:
                     self._write_blob(label_fd, blobs_fd, name, key, data)
         except (OSError, Unsafe) as exc:
             self._warn_once(key.origin, f"cache write skipped: {exc}")
@@ -353,24 +354,28 @@ class DiskCache:
             stack.callback(os.close, blobs_fd)
             yield label_fd, blobs_fd
 
-    def _bind(self, label_fd: int, blobs_fd: int, key: CacheKey) -> bool:
-        """Make sure the label's blobs came from ``key.identity``; False if busy."""
-        if self._indexes.identity(key.origin, label_fd) == key.identity:
-            return True
+    def _bind(self, label_fd: int, blobs_fd: int, key: CacheKey) -> Mapping[str, Location] | None:
+        """Make sure the label's blobs came from ``key.identity``; the places of its blobs,
+        or None if busy."""
+        places = self._indexes.places(key.origin, label_fd, key.identity)
+        if places is not None:
+            return places
         with flock(label_fd, wait=False) as held:
             if not held:
-                return False
-            if self._indexes.identity(key.origin, label_fd) == key.identity:
-                return True
+                return None
+            places = self._indexes.places(key.origin, label_fd, key.identity)
+            if places is not None:
+                return places
             # A new label, or one pointed at a different server: its old blobs go.
             purge_packs(blobs_fd)
             self._indexes.rebind(key.origin, label_fd, key.identity)
             self._tally[key.origin] = 0
             self._writing.pop(key.origin, None)
-            return True
+            return self._indexes.places(key.origin, label_fd, key.identity)
 
-    def _read(self, label_fd: int, blobs_fd: int, name: str, key: CacheKey) -> bytes | None:
-        where = self._indexes.place(key.origin, label_fd, name)
+    def _read(
+        self, blobs_fd: int, where: Location | None, name: str, key: CacheKey
+    ) -> bytes | None:
         if where is None:
             return None
         if where.size != key.size:

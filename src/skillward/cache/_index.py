@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -187,10 +187,11 @@ class Indexes:
         found = self._current(label, label_fd)
         return None if found is None else found.identity
 
-    def place(self, label: str, label_fd: int, blob: str) -> Location | None:
-        """Where the index says blob ``blob`` (its digest's hex) is."""
+    def places(self, label: str, label_fd: int, identity: str) -> Mapping[str, Location] | None:
+        """Where ``label``'s index says each blob (by its digest's hex) is, if the index is
+        bound to ``identity``; None if it is bound to another, or is no sound index."""
         found = self._current(label, label_fd)
-        return None if found is None else found.places.get(blob)
+        return found.places if found is not None and found.identity == identity else None
 
     def surely_missing(self, label: str, index_path: str, blob: str) -> bool:
         """True if ``blob`` is known to be missing without opening anything: there is no
