@@ -23,18 +23,21 @@ import json
 import re
 import secrets
 from collections import OrderedDict
-from collections.abc import AsyncIterable, AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 import anyio
 import httpx2
 import mcp_types as types
 import pydantic_core
+from anyio.abc import ByteSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
+from mcp.shared._stream_protocols import WriteStream
 from mcp.shared.message import SessionMessage
 
 from skillward.core.config import Limits
@@ -43,12 +46,10 @@ from skillward.edge._paging import Measured
 from skillward.edge._process import Child, Reaper, spawn
 from skillward.edge.servers import HttpTransport, ServerSpec, StdioTransport
 
-__all__ = ["Faults", "Reaper", "Refused", "http", "oversized", "read_lines", "stdio"]
+__all__ = ["AfterSend", "Faults", "Reaper", "Refused", "http", "oversized", "read_lines", "stdio"]
 
 #: The SDK's pair of streams: messages from the server, messages to it.
-Streams = tuple[
-    MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]
-]
+Streams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], WriteStream[SessionMessage]]
 
 # --- refusals -----------------------------------------------------------------------------
 
@@ -237,35 +238,88 @@ async def _read_stdout(
         await read_lines(stdout, sink, limits, faults, child.drained)
 
 
-async def _write_lines(
-    child: Child,
-    source: MemoryObjectReceiveStream[SessionMessage],
-    sink: MemoryObjectSendStream[SessionMessage | Exception],
-) -> None:
-    stdin = child.process.stdin
-    assert stdin is not None
-    try:
-        async with source:
-            async for message in source:
-                text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                await stdin.send(text.encode("utf-8") + b"\n")
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-        # The server stopped reading: end the session rather than leave a request waiting.
-        sink.close()
+#: What the task sending a request runs once the request is written (see :class:`AfterSend`).
+_AFTER_SEND: ContextVar[AfterSend | None] = ContextVar("skillward_after_send", default=None)
+
+
+class AfterSend:
+    """Work to run once, as soon as the request the current task sends is written to the
+    server, so that it overlaps the server's work on it; or, where the transport cannot
+    tell (HTTP, in memory) or nothing was written, when the request ends. ``call`` must
+    not raise: it runs inside the SDK's send."""
+
+    __slots__ = ("_call",)
+
+    def __init__(self, call: Callable[[], None]) -> None:
+        self._call: Callable[[], None] | None = call
+
+    def __call__(self) -> None:
+        call, self._call = self._call, None
+        if call is not None:
+            call()
+
+    @contextmanager
+    def sending(self) -> Iterator[None]:
+        """While the block runs, the stdio transport runs this after the task's first
+        write; at the end of the block it runs if it has not."""
+        token = _AFTER_SEND.set(self)
+        try:
+            yield
+        finally:
+            _AFTER_SEND.reset(token)
+            self()
+
+
+class _ToChild:
+    """The SDK's write stream to a server's stdin. Each message is written, whole, by the
+    task that sends it: no task in between, so a request is on the pipe before its
+    sender first waits (and :class:`AfterSend` work overlaps the server's)."""
+
+    def __init__(
+        self, stdin: ByteSendStream, incoming: MemoryObjectSendStream[SessionMessage | Exception]
+    ) -> None:
+        self._stdin = stdin
+        self._incoming = incoming
+        self.closed = False
+
+    async def send(self, item: SessionMessage, /) -> None:
+        if self.closed:
+            raise anyio.ClosedResourceError
+        text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+        try:
+            await self._stdin.send(text.encode("utf-8") + b"\n")
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as error:
+            # The server stopped reading: end the session rather than leave requests waiting.
+            self._incoming.close()
+            raise anyio.BrokenResourceError from error
+        after = _AFTER_SEND.get()
+        if after is not None:
+            after()
+
+    async def aclose(self) -> None:
+        self.closed = True  # the process's stdin is closed when it is released
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 @asynccontextmanager
 async def _pipes(child: Child, limits: Limits, faults: Faults) -> AsyncIterator[Streams]:
     incoming_sink, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    outgoing, outgoing_source = anyio.create_memory_object_stream[SessionMessage](0)
+    stdin = child.process.stdin
+    assert stdin is not None
+    outgoing = _ToChild(stdin, incoming_sink)
     async with anyio.create_task_group() as group:
         group.start_soon(_read_stdout, child, incoming_sink, limits, faults)
-        group.start_soon(_write_lines, child, outgoing_source, incoming_sink)
         try:
             yield incoming, outgoing
         finally:
             group.cancel_scope.cancel()
-            for stream in (incoming, incoming_sink, outgoing, outgoing_source):
+            outgoing.closed = True
+            for stream in (incoming, incoming_sink):
                 stream.close()
 
 

@@ -462,17 +462,35 @@ class SkillsClient:
         entry: SkillEntry = await self._run(operation, uri=uri)
         return entry
 
-    async def read_resource(self, uri: str, *, max_bytes: int | None = None) -> bytes:
-        """``resources/read``: the exact raw bytes, refused before decoding above the cap."""
-        content = await self.read_resource_content(uri, max_bytes=max_bytes)
+    async def read_resource(
+        self,
+        uri: str,
+        *,
+        max_bytes: int | None = None,
+        after_send: Callable[[], None] | None = None,
+    ) -> bytes:
+        """``resources/read``: the exact raw bytes, refused before decoding above the cap.
+
+        ``after_send`` (which must not raise) is called once: over stdio as soon as the
+        request is written, so it runs while the server works on it; otherwise when the
+        read ends, whether or not it succeeded."""
+        content = await self.read_resource_content(uri, max_bytes=max_bytes, after_send=after_send)
         return content.data
 
     async def read_resource_content(
-        self, uri: str, *, max_bytes: int | None = None
+        self,
+        uri: str,
+        *,
+        max_bytes: int | None = None,
+        after_send: Callable[[], None] | None = None,
     ) -> ResourceContent:
         """``resources/read`` of one file: its one content item, exact bytes and metadata,
-        refused before decoding above the cap."""
-        (content,) = await self._read(uri, max_bytes, exact=True)
+        refused before decoding above the cap (``after_send``: as :meth:`read_resource`)."""
+        if after_send is None:
+            (content,) = await self._read(uri, max_bytes, exact=True)
+            return content
+        with _transport.AfterSend(after_send).sending():
+            (content,) = await self._read(uri, max_bytes, exact=True)
         return content
 
     async def read_resource_contents(

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import weakref
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import NoReturn
 
@@ -109,6 +111,36 @@ def _check_answer(answer: object, approver: object, method: str) -> None:
         raise TypeError(
             f"{type(approver).__name__}.{method} returned {type(answer).__name__}, not an Answer"
         )
+
+
+class _Recorded:
+    """The record of an approval (and of the tools it grants), made once: when called,
+    or at the latest when :meth:`granted` is asked. Calling it never raises (it may run
+    inside the transport's send); a failure to record is raised by :meth:`granted`,
+    before the content is used."""
+
+    __slots__ = ("_error", "_granted", "_record")
+
+    def __init__(self, record: Callable[[], tuple[str, ...]]) -> None:
+        self._record: Callable[[], tuple[str, ...]] | None = record
+        self._granted: tuple[str, ...] = ()
+        self._error: Exception | None = None
+
+    def __call__(self) -> None:
+        record, self._record = self._record, None
+        if record is None:
+            return
+        try:
+            self._granted = record()
+        except Exception as error:  # raised by granted(), in the loading task
+            self._error = error
+
+    def granted(self) -> tuple[str, ...]:
+        """The tools granted, recorded (now, if not yet)."""
+        self()
+        if self._error is not None:
+            raise self._error
+        return self._granted
 
 
 class Activator:
@@ -250,10 +282,13 @@ class Activator:
                 local=not record.origin.is_mcp,
                 hint=_NO_APPROVER if isinstance(approver, DenyAll) else None,
             )
-        granted = self._granted_tools(request, answer)
         if record.origin.is_mcp:
-            activation = await self._activate_mcp(request, granted)
+            # Recorded while the server answers (once the read is sent), and always before
+            # the content is used: the decision itself was made above.
+            decided = _Recorded(partial(self._granted_tools, request, answer))
+            activation = await self._activate_mcp(request, decided)
         else:
+            self._granted_tools(request, answer)
             activation = self._activate_local(record)
         self._window.open(activation)
         activation = self._window.get(record.key) or activation  # as the window holds it
@@ -318,27 +353,31 @@ class Activator:
             )
         return granted
 
-    async def _activate_mcp(
-        self, request: ActivationRequest, granted: tuple[str, ...]
-    ) -> Activation:
+    async def _activate_mcp(self, request: ActivationRequest, decided: _Recorded) -> Activation:
         record = request.record
         entry = record.entry
         assert entry is not None
         label = record.origin.label
-        connection = self._shared.connection(label)
         key: CacheKey | None = None
         try:
+            connection = self._shared.connection(label)
             if entry.is_dynamic:
+                decided()
                 self._window.spend(record.key, 0, start=True)
                 data = await self._fetcher.fetch_dynamic(
                     connection, record, entry.uri, self._window
                 )
             else:
                 key = self._fetcher.cache_key(connection, entry.uri, entry.manifest[entry.uri])
-                data = await self._fetcher.fetch(connection, entry.uri, key)
+                data = await self._fetcher.fetch(connection, entry.uri, key, after_send=decided)
+            granted = decided.granted()
             verified = verify_skill_md(entry, data, server=label, limits=self._shared.limits)
         except (IntegrityError, FrontmatterError) as error:
+            decided()
             await self.after_failure(record, entry, error)
+        except BaseException:
+            decided()  # the approval is on record before whatever follows the failure
+            raise
         if key is not None and verified.file.verified:
             self._shared.cache.put(key, verified.file.data)
         block = await off_loop(skill_block)(

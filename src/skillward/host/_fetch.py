@@ -76,20 +76,39 @@ class Fetcher:
             size=item.size,
         )
 
-    async def fetch(self, connection: Connection, uri: str, key: CacheKey | None) -> bytes:
+    async def fetch(
+        self,
+        connection: Connection,
+        uri: str,
+        key: CacheKey | None,
+        *,
+        after_send: Callable[[], None] | None = None,
+    ) -> bytes:
         """Bytes for ``uri``. For a listed file (``key``): from the cache if it has them
         (they are verified after either way), else from the server, cut off above the
-        listed size. The cache never stands in for a server that is not connected."""
+        listed size. The cache never stands in for a server that is not connected.
+
+        ``after_send`` (which must not raise) is called once the request is written, to
+        overlap the server's work (see ``SkillsClient.read_resource``); with bytes from
+        the cache, before they are returned. A caller that needs it to have run calls it
+        again whatever happens (it is called once only if it makes sure of that itself).
+        """
         if key is None:
-            return await self._connections.call(connection, lambda c: c.read_resource(uri), uri=uri)
+            return await self._connections.call(
+                connection, lambda c: c.read_resource(uri, after_send=after_send), uri=uri
+            )
         if not connection.alive:
             raise self._connections.disconnected(connection, uri)
         cached = self.cache.get(key)
         if cached is not None:
+            if after_send is not None:
+                after_send()
             return cached
         try:
             return await self._connections.call(
-                connection, lambda c: c.read_resource(uri, max_bytes=key.size), uri=uri
+                connection,
+                lambda c: c.read_resource(uri, max_bytes=key.size, after_send=after_send),
+                uri=uri,
             )
         except ResponseTooLarge:
             raise SizeMismatch(
