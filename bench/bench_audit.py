@@ -7,7 +7,9 @@ files, fsynced as that store writes them) against the plain writer this replaced
 same event, one JSON line under the same lock; kept here as the baseline), run in
 alternation in the same process. Goal: within 1.5x. Also printed, for reference: the
 same with the key in memory (the OS keyring costs a D-Bus round trip a checkpoint), and
-verifying the 10,000 events.
+verifying the 10,000 events. And two writers of one file taking turns (a host and a
+gateway of one user), where each event follows the other writer's, chained against plain
+lines (goal: within 1.5x too).
 
 Run: .venv/bin/python bench/bench_audit.py
 """
@@ -71,6 +73,32 @@ def record_all(trail: AuditTrail) -> None:
     trail.close()
 
 
+def record_in_turns(first: AuditTrail, second: AuditTrail) -> None:
+    """The events shared between two writers of one file, each event following the other
+    writer's (a host and a gateway of one user): each writer reads the line before."""
+    for n in range(EVENTS):
+        (first if n % 2 else second).record(
+            "approval",
+            "approved",
+            reason="approved when asked",
+            label="acme",
+            skill_uri=f"skill://acme/billing/skill-{n}/SKILL.md",
+            content_hash="sha256:" + "ab" * 32,
+            gate="activation",
+        )
+    first.close()
+    second.close()
+
+
+def timed_in_turns(make: object, directory: Path, name: str) -> float:
+    """Seconds for 10,000 events written in turns by two trails ``make(path)`` made."""
+    path = directory / f"{name}-turns-{time.perf_counter_ns()}" / "audit.jsonl"
+    first, second = make(path), make(path)  # type: ignore[operator]
+    started = time.perf_counter()
+    record_in_turns(first, second)
+    return time.perf_counter() - started
+
+
 def timed(make: object, directory: Path, name: str) -> float:
     """Seconds for 10,000 events to a fresh trail made by ``make(path)``."""
     path = directory / f"{name}-{time.perf_counter_ns()}" / "audit.jsonl"
@@ -122,6 +150,17 @@ def main() -> None:
             best["memory"],
             "plain lines",
             best["plain"],
+            goal=GOAL,
+        )
+        turns = {"memory": float("inf"), "plain": float("inf")}
+        for _ in range(REPEAT):
+            for name, so_far in list(turns.items()):
+                turns[name] = min(so_far, timed_in_turns(makers[name], root, name))
+        report(
+            f"{EVENTS:,} events, two writers in turns, chained (key in memory)",
+            turns["memory"],
+            "plain lines in turns",
+            turns["plain"],
             goal=GOAL,
         )
         path = root / "verify" / "audit.jsonl"

@@ -502,3 +502,22 @@ def test_a_closed_trail_holds_no_file_and_still_records(tmp_path: Path) -> None:
     gc.collect()
     assert len(list(fds.iterdir())) == before
     assert [e.label for e in read_events(path).events] == ["one", "two"]
+
+
+def test_a_writer_chains_on_from_a_last_line_longer_than_its_first_look_at_the_end(
+    tmp_path: Path,
+) -> None:
+    keyring = Keyring()
+    path = tmp_path / "audit.jsonl"
+    first = trail(path, keyring)
+    long = "x" * 2048
+    first.record(
+        "gate", "allowed", label=long, identity=long, target=long, resource_uri=long, reason=long
+    )
+    assert len(lines(path)[-1]) > 8192
+    second = trail(path, keyring)  # knows nothing of the file yet: reads its end
+    second.record("gate", "allowed", label="after", reason="r")
+    rows = lines(path)
+    assert number_of(rows[-1]) == number_of(rows[-2]) + 1
+    verdict = verify_trail(path, keys=MemoryKeys(keyring))
+    assert verdict.intact, verdict.broken

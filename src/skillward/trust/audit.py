@@ -125,7 +125,9 @@ _REOPENS = 8
 _KEEP_OPEN = sys.platform != "win32"
 # Free-text fields are bounded: they hold labels, URIs and skillward's words only.
 _TEXT_LIMIT = 2048
-# Bytes of a file's end read to find its last line (a line is far shorter).
+# Bytes of a file's end read to find its last line (a line is far shorter): a few
+# first, which holds the usual line (another writer's, read before each event follows it).
+_TAIL_FIRST = 4096
 _TAIL = 64 * 1024
 # Room an event needs beyond its JSON: its chain fields, and a checkpoint after it.
 CHAIN_ROOM = 256
@@ -684,18 +686,22 @@ class AuditTrail:
         if size == 0:
             previous = self._previous(path)
             return previous if previous is not None else (0, _EMPTY, True)
-        start = max(0, size - _TAIL)
-        data = os.pread(fd, size - start, start)
-        newline = data.endswith(b"\n")
-        lines = data.split(b"\n")
-        if newline:
-            lines.pop()
-        if start > 0:
-            lines = lines[1:]  # the first may be the end of a longer line
-        for index in range(len(lines) - 1, -1, -1):
-            found = link(lines[index])
-            if found is not None:
-                return found.n + len(lines) - 1 - index, line_hash(lines[-1]), newline
+        newline = True
+        for window in (_TAIL_FIRST, _TAIL):  # the usual last line is in the first
+            start = max(0, size - window)
+            data = os.pread(fd, size - start, start)
+            newline = data.endswith(b"\n")
+            lines = data.split(b"\n")
+            if newline:
+                lines.pop()
+            if start > 0:
+                lines = lines[1:]  # the first may be the end of a longer line
+            for index in range(len(lines) - 1, -1, -1):
+                found = link(lines[index])
+                if found is not None:
+                    return found.n + len(lines) - 1 - index, line_hash(lines[-1]), newline
+            if start == 0:
+                break  # the whole file was read
         # No chained line: the chain begins here, bound to everything the file holds.
         whole = hashlib.sha256()
         offset = 0
