@@ -12,10 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
+from mcp.shared.message import SessionMessage
 
 from skillward.cache._disk import DiskCache
 from skillward.core.errors import FrontmatterError, IntegrityError, ServerRejected
+from skillward.edge._transport import _ToChild
 from skillward.edge.client import SkillsClient
 from skillward.edge.servers import ServerSpec, StdioTransport
 from skillward.host.skillhost import SkillHost
@@ -106,6 +109,28 @@ async def test_work_after_send_runs_once_per_read_on_every_transport_even_when_i
             await client.list_skills()
     assert data == skill_md("one", "One skill")
     assert (read.calls, failed.calls) == (1, 1)
+
+
+async def test_a_server_that_stops_reading_ends_the_session_rather_than_leave_it_waiting() -> None:
+    script = "import os, sys, time; os.close(0); print('closed', flush=True); time.sleep(30)"
+    process = await anyio.open_process([sys.executable, "-c", script])
+    sink, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    try:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        with anyio.fail_after(30):
+            assert b"closed" in await process.stdout.receive()
+            outgoing = _ToChild(process.stdin, sink)
+            ping = types.JSONRPCRequest(jsonrpc="2.0", id=1, method="ping")
+            with pytest.raises(anyio.BrokenResourceError):
+                await outgoing.send(SessionMessage(ping))
+            # The session's read side ends too: whoever waits for an answer hears of it.
+            with pytest.raises(anyio.EndOfStream):
+                await incoming.receive()
+    finally:
+        process.kill()
+        await process.aclose()
+        incoming.close()
 
 
 # --- the host ---------------------------------------------------------------------------------
