@@ -462,3 +462,64 @@ def test_a_record_from_an_entry_is_the_one_its_constructor_makes(path: str, list
     assert [f.name for f in dataclasses.fields(SkillKey)] == ["origin", "locator"]
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.name = "other"  # type: ignore[misc]
+
+
+NESTED = st.sampled_from(["a", "a/b", "a/b/c", "a/bc", "ab", "b", "b/a", "a/b/c/d"])
+
+
+def enclosing_by_definition(registry: Registry, record: SkillRecord) -> tuple[SkillKey, ...]:
+    """Every skill of ``record``'s origin whose root holds its SKILL.md, over them all."""
+    if record.entry is None:
+        return ()
+    return tuple(
+        other.key
+        for other in registry.records()
+        if other.origin.label == record.origin.label
+        and other.entry is not None
+        and other.key != record.key
+        and record.entry.skill_md.is_within(other.entry.root)
+    )
+
+
+@pytest.mark.threat("T15")
+@given(
+    acme=st.lists(NESTED, max_size=8, unique=True),
+    docs=st.lists(NESTED, max_size=4, unique=True),
+    dropped=st.lists(NESTED, max_size=3),
+    added=st.lists(NESTED, max_size=3),
+)
+def test_the_skills_enclosing_one_are_found_from_the_index_as_by_definition(
+    acme: list[str], docs: list[str], dropped: list[str], added: list[str]
+) -> None:
+    # Told to the person asked about a nested skill: none left out, none from elsewhere,
+    # and still so after the registry changes (the index follows it).
+    registry = Registry()
+    registry.set_origin(ACME, [mcp_record(ACME, f"team/{path}") for path in acme])
+    registry.set_origin(DOCS, [mcp_record(DOCS, f"team/{path}") for path in docs])
+    registry.set_origin(PROJECT, [local_record(PROJECT, "team/a/b")])
+
+    def check() -> None:
+        for record in registry.records():
+            assert registry.enclosing(record) == enclosing_by_definition(registry, record)
+
+    check()
+    kept = [path for path in acme if path not in dropped]
+    registry.set_origin(ACME, [mcp_record(ACME, f"team/{path}") for path in kept])
+    check()
+    for path in added:
+        registry.put(mcp_record(ACME, f"team/{path}"))
+        check()
+    registry.remove_origin("docs")
+    check()
+
+
+def test_a_name_resolves_from_the_index_within_the_label_it_is_qualified_with(
+    registry: Registry,
+) -> None:
+    assert registry.resolve("project:git-workflow").origin.label == "project"
+    assert registry.resolve("acme:git-workflow").origin.label == "acme"
+    for ambiguous in ("git-workflow", "acme:refunds"):
+        with pytest.raises(AmbiguousName):
+            registry.resolve(ambiguous)
+    with pytest.raises(SkillNotFound):
+        registry.resolve("docs:refunds")

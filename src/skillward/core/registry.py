@@ -256,6 +256,9 @@ class Registry:
         self._shown: dict[SkillKey, tuple[SkillRecord, str]] = {}
         # The collisions, until the registry changes: each approval request asks for them.
         self._collided: list[Collision] | None = None
+        # Each origin's skills by their root, until the registry changes: each approval
+        # request asks which skills enclose one (a walk up its path, not over them all).
+        self._roots: dict[tuple[str, str, tuple[str, ...]], list[SkillKey]] | None = None
 
     # --- maintenance ----------------------------------------------------------------
 
@@ -276,7 +279,7 @@ class Registry:
         # remove_origin, a key is held already only when it is listed twice (put replaces it).
         if self._shown:
             self._shown.clear()
-        self._collided = None
+        self._collided = self._roots = None
         held, origins = self._records, self._origins
         for record in records:
             if record.origin.label not in origins:
@@ -304,7 +307,7 @@ class Registry:
     def _forget(self, key: SkillKey) -> None:
         if self._shown:
             self._shown.clear()
-        self._collided = None
+        self._collided = self._roots = None
         old = self._records.pop(key, None)
         if old is not None:
             rest = tuple(k for k in _keys(self._names.pop(old.name)) if k != key)
@@ -317,7 +320,7 @@ class Registry:
 
     def remove_origin(self, label: str) -> None:
         self._origins.pop(label, None)
-        self._collided = None
+        self._collided = self._roots = None
         self._declined.pop(label, None)
         for key in [k for k in self._records if k.origin == label]:
             self._forget(key)
@@ -344,6 +347,32 @@ class Registry:
 
     def records(self) -> list[SkillRecord]:
         return sorted(self._records.values(), key=lambda r: (r.origin.label, r.path, r.key.locator))
+
+    def enclosing(self, record: SkillRecord) -> tuple[SkillKey, ...]:
+        """The skills of ``record``'s origin whose root holds its SKILL.md (an MCP skill's
+        enclosing skills; none for a local one), in the order of :meth:`records`."""
+        entry = record.entry
+        if entry is None:
+            return ()
+        roots = self._roots
+        if roots is None:
+            roots = defaultdict(list)
+            for other in self._records.values():
+                if other.entry is not None:
+                    root = other.entry.root
+                    roots[(other.origin.label, root.scheme, root.segments)].append(other.key)
+            self._roots = roots = dict(roots)
+        md = entry.skill_md
+        label, segments = record.origin.label, md.segments
+        found = [
+            key
+            for depth in range(len(segments))  # a root holds a file strictly below it
+            for key in roots.get((label, md.scheme, segments[:depth]), ())
+            if key != record.key
+        ]
+        held = self._records
+        found.sort(key=lambda k: (k.origin, held[k].path, k.locator))
+        return tuple(found)
 
     def declined(self) -> list[Declined]:
         return [d for label in sorted(self._declined) for d in self._declined[label]]
@@ -382,17 +411,19 @@ class Registry:
     def resolve(self, reference: str | Reference) -> SkillRecord:
         """The one skill ``reference`` names, or raise; never guesses between origins."""
         ref = reference if isinstance(reference, Reference) else parse_reference(reference)
-        pool = list(self._records.values())
-        if ref.label is not None:
-            self.origin(ref.label)
-            pool = [r for r in pool if r.origin.label == ref.label]
+        label = ref.label
+        if label is not None:
+            self.origin(label)
         if ref.kind == "name":
-            keys = self._named(ref.value)
-            matches = [r for r in pool if r.key in keys]
-        elif ref.kind == "path":
-            matches = [r for r in pool if r.path == ref.value]
+            # From the name index: a load resolves a name, and a catalog holds thousands.
+            held = self._records
+            matches = [held[k] for k in self._named(ref.value) if label in (None, k.origin)]
         else:
-            matches = [r for r in pool if r.origin.is_mcp and r.key.locator == ref.value]
+            pool = [r for r in self._records.values() if label in (None, r.origin.label)]
+            if ref.kind == "path":
+                matches = [r for r in pool if r.path == ref.value]
+            else:
+                matches = [r for r in pool if r.origin.is_mcp and r.key.locator == ref.value]
         if len(matches) == 1:
             return matches[0]
         shown = f"{ref.label}:{ref.value}" if ref.label else ref.value

@@ -286,20 +286,6 @@ class Shared:
                 ) from None
             raise
 
-    def enclosing(self, record: SkillRecord) -> tuple[SkillKey, ...]:
-        """The skills of ``record``'s origin whose directory holds its SKILL.md."""
-        entry = record.entry
-        if entry is None:
-            return ()
-        enclosing = []
-        for other in self.registry.records():
-            if other.origin.label != record.origin.label or other.entry is None:
-                continue
-            root = other.entry.root
-            if other.key != record.key and entry.skill_md.is_within(root):
-                enclosing.append(other.key)
-        return tuple(enclosing)
-
     # --- the policy and the audit trail -------------------------------------------------
 
     def approval_request(self, record: SkillRecord) -> ActivationRequest:
@@ -320,7 +306,7 @@ class Shared:
         grantable = self.grant_mode("allowed_tools") == "prompt"
         return ActivationRequest(
             record,
-            nested_in=self.enclosing(record),
+            nested_in=self.registry.enclosing(record),
             identity=identity,
             collisions=collisions,
             tools_grantable=grantable,
