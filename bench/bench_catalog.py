@@ -4,8 +4,8 @@ Prints the time of SkillHost-style catalog assembly (display references,
 collisions) against a plain list of (name, description) pairs of the same
 records (goal: at most 10x), and the scaling from 1,000 to 10,000 skills
 (goal: at most 12x, that is about linear). And what one load asks of the registry (its
-reference resolved, the skills that enclose it) at 10,000 skills against 1,000 (goal: at
-most 2x, that is flat).
+reference resolved, the skills that enclose it, the collisions naming it) at 10,000
+skills against 1,000 (goal: at most 2x, that is flat).
 
 Run: .venv/bin/python bench/bench_catalog.py
 """
@@ -64,10 +64,12 @@ def main() -> None:
     scaling = measured / best_of(lambda: catalog(small))
     report_bound("1,000 -> 10,000 skills (10x is linear)", scaling, "x the time", goal=12)
     # What each load asks of the registry: its reference resolved, and the skills that
-    # enclose it (for the approver). Each should cost the same at any catalog size.
+    # enclose it and the collisions naming it (for the approver). Each should cost the
+    # same at any catalog size.
     per_load = {reg: per_load_of(reg) for reg in (small, large)}
     print(
-        "what one load asks of the registry (a name resolved, the skills enclosing it): "
+        "what one load asks of the registry (a name resolved, the skills enclosing it, the "
+        "collisions naming it): "
         f"{per_load[large] * 1e6:.1f} us at 10,000 skills, {per_load[small] * 1e6:.1f} us "
         "at 1,000"
     )
@@ -77,15 +79,18 @@ def main() -> None:
 
 def per_load_of(reg: Registry) -> float:
     """Seconds per load for 200 of ``reg``'s skills, each resolved by its qualified
-    reference and asked which skills enclose it (the index built before timing)."""
+    reference, and the skills enclosing it and the collisions naming it asked for (the
+    indexes built before timing)."""
     records = reg.records()[:: max(1, len(reg.records()) // 200)][:200]
     refs = [(reg.qualified_ref(record), record) for record in records]
     reg.enclosing(records[0])
+    reg.collisions_naming()
 
     def loads() -> None:
         for ref, record in refs:
             reg.resolve(ref)
             reg.enclosing(record)
+            reg.collisions_naming(ref, record.origin.label)
 
     return best_of(loads) / len(refs)
 

@@ -241,6 +241,12 @@ def test_collisions_asked_for_again_follow_every_change_to_the_registry(
     registry: Registry,
 ) -> None:
     def kinds() -> set[tuple[str, str]]:
+        # What an approval request is told, from the index, is what the list holds.
+        for record in registry.records():
+            naming = (registry.qualified_ref(record), record.origin.label)
+            assert registry.collisions_naming(*naming) == tuple(
+                c for c in registry.collisions() if any(m in c.members for m in naming)
+            )
         return {(c.kind, c.subject) for c in registry.collisions()}
 
     before = kinds()

@@ -259,6 +259,8 @@ class Registry:
         # Each origin's skills by their root, until the registry changes: each approval
         # request asks which skills enclose one (a walk up its path, not over them all).
         self._roots: dict[tuple[str, str, tuple[str, ...]], list[SkillKey]] | None = None
+        # Which collisions name each member, built with the collisions they index.
+        self._by_member: dict[str, list[int]] | None = None
 
     # --- maintenance ----------------------------------------------------------------
 
@@ -441,9 +443,28 @@ class Registry:
 
     def collisions(self) -> list[Collision]:
         """Everything a person should be shown: shared names, look-alikes, imitated labels."""
+        return list(self._collided_now())
+
+    def collisions_naming(self, *members: str) -> tuple[Collision, ...]:
+        """The collisions among whose members any of ``members`` is, in the order of
+        :meth:`collisions` (an approval request asks, for each load: from an index, not
+        over every collision of a large catalog)."""
+        collided = self._collided_now()
+        by_member = self._by_member
+        if by_member is None:
+            by_member = defaultdict(list)
+            for index, collision in enumerate(collided):
+                for member in dict.fromkeys(collision.members):
+                    by_member[member].append(index)
+            self._by_member = by_member = dict(by_member)
+        found = sorted({index for member in members for index in by_member.get(member, ())})
+        return tuple(collided[index] for index in found)
+
+    def _collided_now(self) -> list[Collision]:
         if self._collided is None:
             self._collided = self._collisions()
-        return list(self._collided)
+            self._by_member = None
+        return self._collided
 
     def _collisions(self) -> list[Collision]:
         found: list[Collision] = []

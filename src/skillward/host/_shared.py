@@ -295,9 +295,7 @@ class Shared:
             identity = self.connection(record.origin.label).spec.identity
         qualified = self.registry.qualified_ref(record)
         collisions = tuple(
-            c.message
-            for c in self.registry.collisions()
-            if qualified in c.members or record.origin.label in c.members
+            c.message for c in self.registry.collisions_naming(qualified, record.origin.label)
         )
 
         async def view() -> str:
