@@ -1,7 +1,8 @@
 """A stand-in upstream for bench_gateway_startup.py: a SEP-2640 server over stdio that
 takes ``DELAY`` seconds to start (as one that downloads or boots a runtime does) and
 then answers ``server/discover`` and ``skills/list`` with ``COUNT`` skills, in pages of
-2,500. The standard library only, so that its own start-up is the delay, not an import.
+2,500, and ``resources/read`` of each one's SKILL.md. The standard library only, so
+that its own start-up is the delay, not an import.
 
 Run: python bench/_slow_server.py DELAY COUNT
 """
@@ -46,6 +47,16 @@ def main() -> None:
         method = message.get("method")
         if method == "server/discover":
             result: dict[str, object] = discover
+        elif method == "resources/read":
+            uri = str((message.get("params") or {}).get("uri"))
+            name = uri.rsplit("/", 2)[-2]
+            text = SKILL_MD.replace(b"{name}", name.encode()).decode()
+            result = {
+                "contents": [{"uri": uri, "mimeType": "text/markdown", "text": text}],
+                "resultType": "complete",
+                "ttlMs": 0,
+                "cacheScope": "private",
+            }
         elif method == "skills/list":
             start = int((message.get("params") or {}).get("cursor") or 0)
             result = {"skills": entries[start : start + PAGE], "resultType": "complete"}
