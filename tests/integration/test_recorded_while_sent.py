@@ -17,7 +17,12 @@ import pytest
 from mcp.shared.message import SessionMessage
 
 from skillward.cache._disk import DiskCache
-from skillward.core.errors import FrontmatterError, IntegrityError, ServerRejected
+from skillward.core.errors import (
+    FrontmatterError,
+    IntegrityError,
+    ServerDisconnected,
+    ServerRejected,
+)
 from skillward.edge._transport import _ToChild
 from skillward.edge.client import SkillsClient
 from skillward.edge.servers import ServerSpec, StdioTransport
@@ -235,3 +240,21 @@ async def test_a_load_served_from_the_disk_cache_records_its_approval_too(tmp_pa
     assert reads == ['["resources/read", "skill://good/SKILL.md"]']
     events = [(e.event, e.skill_uri) for e in read_events(trail).events]
     assert events == [("approval", "skill://good/SKILL.md")] * 2
+
+
+@pytest.mark.threat("T36")
+async def test_an_approval_that_cannot_be_recorded_is_said_even_when_the_read_fails_too(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    examples = str(example_skills_dir())
+    spec = stdio_spec("dies", "tests.support.misbehaving", examples, "--mode", "die-on-read")
+    async with SkillHost(approver=Approving(), audit=Unrecordable(tmp_path / "a.jsonl")) as host:
+        with anyio.fail_after(60):
+            await host.connect(spec)
+            with pytest.raises(ServerDisconnected):
+                await host.activate("refunds")
+    said = [r for r in caplog.records if "could not be recorded" in r.getMessage()]
+    assert [(r.levelname, r.getMessage()) for r in said] == [
+        ("ERROR", "the approval of this load could not be recorded: OSError")
+    ]
+    assert host.active() == []

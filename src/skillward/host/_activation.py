@@ -142,6 +142,18 @@ class _Recorded:
             raise self._error
         return self._granted
 
+    def settled(self, failure: BaseException) -> None:
+        """Recorded now, on a path that raises ``failure``: a failure to record that is
+        not what is raised is logged, not lost."""
+        self()
+        error = self._error
+        if error is not None and error is not failure:
+            logger.error(
+                "the approval of this load could not be recorded: %s",
+                type(error).__name__,
+                exc_info=error,
+            )
+
 
 class Activator:
     """Activations into one session's acting window, and the ends of their content."""
@@ -373,10 +385,10 @@ class Activator:
             granted = decided.granted()
             verified = verify_skill_md(entry, data, server=label, limits=self._shared.limits)
         except (IntegrityError, FrontmatterError) as error:
-            decided()
+            decided.settled(error)
             await self.after_failure(record, entry, error)
-        except BaseException:
-            decided()  # the approval is on record before whatever follows the failure
+        except BaseException as error:
+            decided.settled(error)  # on record before whatever follows the failure
             raise
         if key is not None and verified.file.verified:
             self._shared.cache.put(key, verified.file.data)
