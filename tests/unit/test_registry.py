@@ -498,24 +498,32 @@ def test_the_skills_enclosing_one_are_found_from_the_index_as_by_definition(
     acme: list[str], docs: list[str], dropped: list[str], added: list[str]
 ) -> None:
     # Told to the person asked about a nested skill: none left out, none from elsewhere,
-    # and still so after the registry changes (the index follows it).
+    # and still so after the registry changes (the index follows it, as does the order
+    # of the records kept between changes).
     registry = Registry()
     registry.set_origin(ACME, [mcp_record(ACME, f"team/{path}") for path in acme])
     registry.set_origin(DOCS, [mcp_record(DOCS, f"team/{path}") for path in docs])
     registry.set_origin(PROJECT, [local_record(PROJECT, "team/a/b")])
+    held = {("acme", path) for path in acme} | {("docs", path) for path in docs}
+    held.add(("project", "a/b"))
 
     def check() -> None:
+        listed = [(r.origin.label, r.path) for r in registry.records()]
+        assert listed == sorted((label, f"team/{path}") for label, path in held)
         for record in registry.records():
             assert registry.enclosing(record) == enclosing_by_definition(registry, record)
 
     check()
     kept = [path for path in acme if path not in dropped]
     registry.set_origin(ACME, [mcp_record(ACME, f"team/{path}") for path in kept])
+    held = {(label, path) for label, path in held if label != "acme" or path in kept}
     check()
     for path in added:
         registry.put(mcp_record(ACME, f"team/{path}"))
+        held.add(("acme", path))
         check()
     registry.remove_origin("docs")
+    held = {(label, path) for label, path in held if label != "docs"}
     check()
 
 

@@ -261,6 +261,9 @@ class Registry:
         self._roots: dict[tuple[str, str, tuple[str, ...]], list[SkillKey]] | None = None
         # Which collisions name each member, built with the collisions they index.
         self._by_member: dict[str, list[int]] | None = None
+        # The records in the order records() gives, until the registry changes: sorting
+        # 10,000 of them is most of what building a catalog costs.
+        self._sorted: list[SkillRecord] | None = None
 
     # --- maintenance ----------------------------------------------------------------
 
@@ -281,7 +284,7 @@ class Registry:
         # remove_origin, a key is held already only when it is listed twice (put replaces it).
         if self._shown:
             self._shown.clear()
-        self._collided = self._roots = None
+        self._collided = self._roots = self._sorted = None
         held, origins = self._records, self._origins
         for record in records:
             if record.origin.label not in origins:
@@ -309,7 +312,7 @@ class Registry:
     def _forget(self, key: SkillKey) -> None:
         if self._shown:
             self._shown.clear()
-        self._collided = self._roots = None
+        self._collided = self._roots = self._sorted = None
         old = self._records.pop(key, None)
         if old is not None:
             rest = tuple(k for k in _keys(self._names.pop(old.name)) if k != key)
@@ -322,7 +325,7 @@ class Registry:
 
     def remove_origin(self, label: str) -> None:
         self._origins.pop(label, None)
-        self._collided = self._roots = None
+        self._collided = self._roots = self._sorted = None
         self._declined.pop(label, None)
         for key in [k for k in self._records if k.origin == label]:
             self._forget(key)
@@ -348,7 +351,13 @@ class Registry:
         return self._records.get(key)
 
     def records(self) -> list[SkillRecord]:
-        return sorted(self._records.values(), key=lambda r: (r.origin.label, r.path, r.key.locator))
+        ordered = self._sorted
+        if ordered is None:
+            ordered = sorted(
+                self._records.values(), key=lambda r: (r.origin.label, r.path, r.key.locator)
+            )
+            self._sorted = ordered
+        return list(ordered)
 
     def enclosing(self, record: SkillRecord) -> tuple[SkillKey, ...]:
         """The skills of ``record``'s origin whose root holds its SKILL.md (an MCP skill's
