@@ -19,13 +19,11 @@ import pytest
 from skillward.core.config import Limits
 from skillward.core.errors import DeadlineExceeded
 from skillward.edge.client import Reaper, SkillsClient
-from skillward.edge.servers import ServerSpec, StdioTransport
 from skillward.host.skillhost import HostConfig, SkillHost
-from skillward.serve.catalog import example_skills_dir
-from tests.support.misbehaving import deaf_argv
+from tests.support.misbehaving import deaf_argv, misbehaving_argv
+from tests.support.servers import stdio_spec
 
 pytestmark = [pytest.mark.anyio, pytest.mark.threat("T44")]
-REPO_ROOT = str(Path(__file__).resolve().parents[2])
 
 # How late past a deadline the caller may get control back: scheduling, far below the
 # two seconds or more that waiting for a server to exit would add.
@@ -33,18 +31,9 @@ MARGIN = 1.0
 LIMITS = Limits(request_timeout=2, operation_timeout=4, exit_timeout=2)
 
 
-def stdio_spec(label: str, argv: list[str]) -> ServerSpec:
-    transport = StdioTransport(
-        command=argv[0], args=tuple(argv[1:]), cwd=REPO_ROOT, stderr="discard"
-    )
-    return ServerSpec(label=label, transport=transport)
-
-
 def lingering(pid_file: Path) -> list[str]:
     """A server that answers, stays when its stdin closes, and only notes a SIGTERM."""
-    examples = str(example_skills_dir())
-    module = "tests.support.misbehaving"
-    return [sys.executable, "-m", module, examples, "--mode", "linger", "--pid", str(pid_file)]
+    return misbehaving_argv("linger", "--pid", str(pid_file))
 
 
 def gone(pid_file: Path) -> bool:
@@ -61,7 +50,7 @@ async def test_a_server_that_never_answers_fails_at_the_deadline_and_leaves_noth
     tmp_path: Path, ignore_term: bool
 ) -> None:
     pid = tmp_path / "server.pid"
-    spec = stdio_spec("deaf", deaf_argv(pid, ignore_term=ignore_term))
+    spec = stdio_spec("deaf", deaf_argv(pid, ignore_term=ignore_term), stderr="discard")
     # Connecting, failing, and leaving the host, all within the deadline (and a margin):
     # the server ignores its stdin closing, so waiting for it to exit would take seconds.
     with anyio.fail_after(LIMITS.operation_timeout + MARGIN):
@@ -76,7 +65,7 @@ async def test_a_client_without_a_reaper_kills_a_server_that_misses_the_deadline
     tmp_path: Path,
 ) -> None:
     pid = tmp_path / "server.pid"
-    spec = stdio_spec("deaf", deaf_argv(pid, ignore_term=True))
+    spec = stdio_spec("deaf", deaf_argv(pid, ignore_term=True), stderr="discard")
     with anyio.fail_after(LIMITS.operation_timeout + MARGIN):
         with pytest.raises(DeadlineExceeded, match="handshake"):
             async with SkillsClient.connect(spec, limits=LIMITS):
@@ -91,7 +80,7 @@ async def test_closing_a_session_never_waits_and_the_server_is_terminated_then_k
     limits = Limits(exit_timeout=1)
     with anyio.fail_after(60) as bound:
         async with anyio.create_task_group() as tasks:
-            spec = stdio_spec("s", lingering(pid))
+            spec = stdio_spec("s", lingering(pid), stderr="discard")
             with anyio.fail_after(60) as closing:
                 async with SkillsClient.connect(spec, limits=limits, reaper=Reaper(tasks)) as c:
                     assert (await c.list_skills()).entries
@@ -112,7 +101,7 @@ async def test_disconnect_returns_at_once_and_leaving_the_host_stops_the_server(
     limits = Limits(exit_timeout=1)
     with anyio.fail_after(60) as leaving:
         async with SkillHost(config=HostConfig(limits=limits)) as host:
-            await host.connect(stdio_spec("s", lingering(pid)))
+            await host.connect(stdio_spec("s", lingering(pid), stderr="discard"))
             with anyio.fail_after(MARGIN):
                 await host.disconnect("s")
             assert host.servers() == []

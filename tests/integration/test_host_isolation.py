@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -29,27 +28,15 @@ from skillward.core.errors import (
     ServerDisconnected,
     TransportError,
 )
-from skillward.edge.servers import HttpTransport, ServerSpec, StdioTransport
+from skillward.edge.servers import HttpTransport, ServerSpec
 from skillward.host.skillhost import HostConfig, SkillHost
-from skillward.serve.catalog import example_skills_dir
 from tests.support.doubles import Approving
-from tests.support.servers import http_server, http_server_process
+from tests.support.misbehaving import misbehaving_argv
+from tests.support.servers import http_server, http_server_process, stdio_spec
 
 pytestmark = pytest.mark.anyio
-REPO_ROOT = str(Path(__file__).resolve().parents[2])
 EMAIL = "skill://acme/billing/refunds/templates/email.md"
 FORMS = "skill://pdf-processing/references/FORMS.md"
-
-
-def misbehaving_argv(mode: str, *options: str) -> list[str]:
-    examples = str(example_skills_dir())
-    return [sys.executable, "-m", "tests.support.misbehaving", examples, "--mode", mode, *options]
-
-
-def stdio_spec(label: str, argv: list[str]) -> ServerSpec:
-    return ServerSpec(
-        label=label, transport=StdioTransport(command=argv[0], args=tuple(argv[1:]), cwd=REPO_ROOT)
-    )
 
 
 @dataclass

@@ -20,10 +20,10 @@ from skillward.core.errors import ResponseTooLarge, ServerDisconnected, SizeMism
 from skillward.edge.client import SkillsClient
 from skillward.edge.servers import HttpTransport, ServerSpec, StdioTransport
 from skillward.host.skillhost import SkillHost
-from skillward.serve.catalog import example_skills_dir
 from tests.support import listings
 from tests.support.doubles import Approving
 from tests.support.listings import REPO_ROOT
+from tests.support.misbehaving import misbehaving_argv
 from tests.support.servers import http_server, serve_argv
 from tests.support.trees import skill_md, write
 
@@ -65,11 +65,6 @@ async def test_a_stdio_listing_page_is_held_to_its_cap_in_the_bytes_it_arrived_a
         async with listings.spec("multibyte") as server, SkillsClient.connect(server) as client:
             with pytest.raises(ResponseTooLarge, match="result is larger than 2097152 bytes"):
                 await client.list_skills()
-
-
-def misbehaving_argv(mode: str, *options: str) -> list[str]:
-    examples = str(example_skills_dir())
-    return [sys.executable, "-m", "tests.support.misbehaving", examples, "--mode", mode, *options]
 
 
 async def test_a_stdio_server_sending_32_mib_is_refused_and_disconnected_with_the_reason() -> None:

@@ -25,30 +25,28 @@ from skillward.core.errors import (
 )
 from skillward.edge._transport import _ToChild
 from skillward.edge.client import SkillsClient
-from skillward.edge.servers import ServerSpec, StdioTransport
+from skillward.edge.servers import ServerSpec
 from skillward.host.skillhost import SkillHost
-from skillward.serve.catalog import example_skills_dir
 from skillward.trust.audit import AuditEvent, AuditTrail, EventKind, Outcome, read_events
 from tests.support.doubles import Approving
 from tests.support.hostile import build_hostile_tree
-from tests.support.servers import TRANSPORTS, serve_tree
+from tests.support.misbehaving import misbehaving_argv
+from tests.support.servers import TRANSPORTS, serve_tree, stdio_spec
 from tests.support.trees import skill_md, write
 
 pytestmark = pytest.mark.anyio
 
-REPO_ROOT = str(Path(__file__).resolve().parents[2])
 
-
-def stdio_spec(label: str, *argv: str) -> ServerSpec:
-    command = (sys.executable, "-m", *argv)
-    transport = StdioTransport(command=command[0], args=command[1:], cwd=REPO_ROOT)
-    return ServerSpec(label=label, transport=transport)
-
-
-def stalling(label: str = "slow") -> ServerSpec:
+def stalling() -> ServerSpec:
     """``skillward serve`` on the examples that never answers ``resources/read``."""
-    examples = str(example_skills_dir())
-    return stdio_spec(label, "tests.support.misbehaving", examples, "--mode", "stall-read")
+    return stdio_spec("slow", misbehaving_argv("stall-read"))
+
+
+def hostile(tmp_path: Path, *options: str) -> ServerSpec:
+    """The hostile server over stdio (label ``h``), on a tree of its skills made here."""
+    build_hostile_tree(tmp_path / "hostile")
+    module = "tests.support.hostile"
+    return stdio_spec("h", [sys.executable, "-m", module, str(tmp_path / "hostile"), *options])
 
 
 class Count:
@@ -162,9 +160,8 @@ async def test_an_approval_is_on_record_while_the_server_still_holds_the_skill(
 async def test_an_approval_is_recorded_once_and_before_the_failure_of_what_was_sent(
     tmp_path: Path,
 ) -> None:
-    build_hostile_tree(tmp_path / "hostile")
     trail = tmp_path / "audit.jsonl"
-    spec = stdio_spec("h", "tests.support.hostile", str(tmp_path / "hostile"))
+    spec = hostile(tmp_path)
     async with SkillHost(approver=Approving(), audit=AuditTrail(trail)) as host:
         with anyio.fail_after(60):
             await host.connect(spec)
@@ -184,9 +181,8 @@ async def test_an_approval_is_recorded_once_and_before_the_failure_of_what_was_s
 async def test_two_loads_at_once_on_one_connection_each_record_their_own_approval_once(
     tmp_path: Path,
 ) -> None:
-    build_hostile_tree(tmp_path / "hostile")
     trail = tmp_path / "audit.jsonl"
-    spec = stdio_spec("h", "tests.support.hostile", str(tmp_path / "hostile"))
+    spec = hostile(tmp_path)
     names = ["good", "wrong-digest", "wrong-size", "rotating", "extra-file", "forged"]
     async with SkillHost(approver=Approving(), audit=AuditTrail(trail)) as host:
         with anyio.fail_after(60):
@@ -211,8 +207,7 @@ class Unrecordable(AuditTrail):
 async def test_a_load_whose_approval_cannot_be_recorded_uses_nothing_and_the_session_goes_on(
     tmp_path: Path,
 ) -> None:
-    build_hostile_tree(tmp_path / "hostile")
-    spec = stdio_spec("h", "tests.support.hostile", str(tmp_path / "hostile"))
+    spec = hostile(tmp_path)
     audit = Unrecordable(tmp_path / "audit.jsonl")
     async with SkillHost(approver=Approving(), audit=audit) as host:
         with anyio.fail_after(60):
@@ -226,10 +221,8 @@ async def test_a_load_whose_approval_cannot_be_recorded_uses_nothing_and_the_ses
 
 @pytest.mark.threat("T36")
 async def test_a_load_served_from_the_disk_cache_records_its_approval_too(tmp_path: Path) -> None:
-    build_hostile_tree(tmp_path / "hostile")
     trail, log = tmp_path / "audit.jsonl", tmp_path / "requests.jsonl"
-    argv = ("tests.support.hostile", str(tmp_path / "hostile"), "--log", str(log))
-    spec = stdio_spec("h", *argv)
+    spec = hostile(tmp_path, "--log", str(log))
     for _ in range(2):  # the second host finds SKILL.md in the cache the first filled
         cache = DiskCache(tmp_path / "cache", discovery=())
         async with SkillHost(approver=Approving(), audit=AuditTrail(trail), cache=cache) as host:
@@ -246,8 +239,7 @@ async def test_a_load_served_from_the_disk_cache_records_its_approval_too(tmp_pa
 async def test_an_approval_that_cannot_be_recorded_is_said_even_when_the_read_fails_too(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    examples = str(example_skills_dir())
-    spec = stdio_spec("dies", "tests.support.misbehaving", examples, "--mode", "die-on-read")
+    spec = stdio_spec("dies", misbehaving_argv("die-on-read"))
     async with SkillHost(approver=Approving(), audit=Unrecordable(tmp_path / "a.jsonl")) as host:
         with anyio.fail_after(60):
             await host.connect(spec)

@@ -45,7 +45,7 @@ import anyio
 from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
-from skillward.serve.catalog import SkillCatalog
+from skillward.serve.catalog import SkillCatalog, example_skills_dir
 from skillward.serve.server import build_server
 from tests.support.servers import run_server_process
 
@@ -80,6 +80,13 @@ if sys.argv[2] == "ignore-term":
 while True:
     time.sleep(3600)
 """
+
+
+def misbehaving_argv(mode: str, *options: str) -> list[str]:
+    """This server in ``mode`` on the example skills, as a command (run from the
+    repository: see ``servers.stdio_spec``)."""
+    examples = str(example_skills_dir())
+    return [sys.executable, "-m", "tests.support.misbehaving", examples, "--mode", mode, *options]
 
 
 def deaf_argv(pid_file: Path, *, ignore_term: bool = False) -> list[str]:

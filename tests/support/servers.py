@@ -8,7 +8,7 @@ import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from anyio.abc import Process
@@ -26,9 +26,21 @@ from skillward.serve.server import (
     serve_stdio,
 )
 
+#: Where a test's stdio servers start, so that ``-m tests.support...`` imports.
+REPO_ROOT = Path(__file__).resolve().parents[2]
 TRANSPORTS = ("memory", "stdio", "http")
 MODES = ("auto", "legacy")
 _URL = re.compile(rb"http://127\.0\.0\.1:\d+/mcp")
+
+
+def stdio_spec(
+    label: str, argv: Sequence[str], *, stderr: Literal["log", "discard"] = "log"
+) -> ServerSpec:
+    """A spec for the stdio server ``argv`` starts, run from the repository."""
+    transport = StdioTransport(
+        command=argv[0], args=tuple(argv[1:]), cwd=str(REPO_ROOT), stderr=stderr
+    )
+    return ServerSpec(label=label, transport=transport)
 
 
 def serve_argv(directory: Path, *options: str) -> list[str]:

@@ -449,9 +449,8 @@ class DiskCache:
                 return 0, 0
             label_fd, blobs_fd = dirs
             with flock(label_fd, wait=True):
-                packs = {pack.name for pack in list_packs(blobs_fd, self._clock())}
+                packs, size = purge_packs(blobs_fd)
                 files = self._indexes.live(label, label_fd, packs)
-                size = purge_packs(blobs_fd)
                 for name in (INDEX, LOCK):
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(name, dir_fd=label_fd)

@@ -199,21 +199,21 @@ def _open_own(blobs_fd: int, pack: str | None, size: int, room: int) -> int | No
     return fd
 
 
-def purge_packs(blobs_fd: int) -> int:
-    """Remove every pack, temporary file and older one-file blob of a label; the bytes
-    they held. Anything else found there is left alone."""
+def purge_packs(blobs_fd: int) -> tuple[set[str], int]:
+    """Remove every pack, temporary file and older one-file blob of a label; the packs
+    removed and the bytes all of them held. Anything else found there is left alone."""
+    packs: set[str] = set()
     size = 0
     with os.scandir(blobs_fd) as entries:
         for entry in entries:
-            info = entry.stat(follow_symlinks=False)
-            if (_PACK_RE.match(entry.name) or _LEGACY_RE.match(entry.name)) and stat.S_ISREG(
-                info.st_mode
-            ):
+            name = entry.name
+            pack = _PACK_RE.match(name) is not None
+            ours = pack or _LEGACY_RE.match(name) is not None
+            info = entry.stat(follow_symlinks=False) if ours else None
+            if info is not None and stat.S_ISREG(info.st_mode):
                 size += info.st_size
-            if (
-                _PACK_RE.match(entry.name)
-                or _LEGACY_RE.match(entry.name)
-                or (entry.name.startswith(TMP))
-            ):
-                discard(entry.name, blobs_fd)
-    return size
+                if pack:
+                    packs.add(name)
+            if ours or name.startswith(TMP):
+                discard(name, blobs_fd)
+    return packs, size

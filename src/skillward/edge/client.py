@@ -26,7 +26,7 @@ import logging
 import math
 import traceback
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from functools import partial
 from typing import Any, NoReturn, cast
 
@@ -486,10 +486,8 @@ class SkillsClient:
     ) -> ResourceContent:
         """``resources/read`` of one file: its one content item, exact bytes and metadata,
         refused before decoding above the cap (``after_send``: as :meth:`read_resource`)."""
-        if after_send is None:
-            (content,) = await self._read(uri, max_bytes, exact=True)
-            return content
-        with _transport.AfterSend(after_send).sending():
+        sending = _transport.AfterSend(after_send).sending() if after_send else nullcontext()
+        with sending:
             (content,) = await self._read(uri, max_bytes, exact=True)
         return content
 

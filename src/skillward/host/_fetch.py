@@ -88,10 +88,10 @@ class Fetcher:
         (they are verified after either way), else from the server, cut off above the
         listed size. The cache never stands in for a server that is not connected.
 
-        ``after_send`` (which must not raise) is called once the request is written, to
-        overlap the server's work (see ``SkillsClient.read_resource``); with bytes from
-        the cache, before they are returned. A caller that needs it to have run calls it
-        again whatever happens (it is called once only if it makes sure of that itself).
+        ``after_send`` (which must not raise) is handed to the read, which calls it once
+        the request is written, to overlap the server's work (see
+        ``SkillsClient.read_resource``). Nothing is sent for bytes from the cache, or when
+        the server is gone: a caller that needs it to have run makes sure after the fetch.
         """
         if key is None:
             return await self._connections.call(
@@ -101,8 +101,6 @@ class Fetcher:
             raise self._connections.disconnected(connection, uri)
         cached = self.cache.get(key)
         if cached is not None:
-            if after_send is not None:
-                after_send()
             return cached
         try:
             return await self._connections.call(

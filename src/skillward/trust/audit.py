@@ -686,7 +686,6 @@ class AuditTrail:
         if size == 0:
             previous = self._previous(path)
             return previous if previous is not None else (0, _EMPTY, True)
-        newline = True
         for window in (_TAIL_FIRST, _TAIL):  # the usual last line is in the first
             start = max(0, size - window)
             data = os.pread(fd, size - start, start)
