@@ -9,6 +9,7 @@ asserted here as found, so a change on either side shows.
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import sys
 from pathlib import Path
 
@@ -45,13 +46,23 @@ FASTMCP = pytest.mark.skipif(
 )
 
 
-def fastmcp(*args: str) -> tuple[str, ...]:
-    return ("-m", "tests.support.fastmcp_skills", str(example_skills_dir()), *args)
+def examples(tmp_path: Path) -> Path:
+    """The bundled example skills, copied without the bytecode a run of their script may
+    leave beside it: these servers serve every file, so the counts below would move."""
+    copy = tmp_path / "skills"
+    shutil.copytree(example_skills_dir(), copy, ignore=shutil.ignore_patterns("__pycache__"))
+    return copy
+
+
+def fastmcp(skills: Path, *args: str) -> tuple[str, ...]:
+    return ("-m", "tests.support.fastmcp_skills", str(skills), *args)
 
 
 @FASTMCP
-async def test_fastmcp_skills_provider_is_checked_and_its_findings_are_its_own() -> None:
-    report = await check(sys.executable, *fastmcp())
+async def test_fastmcp_skills_provider_is_checked_and_its_findings_are_its_own(
+    tmp_path: Path,
+) -> None:
+    report = await check(sys.executable, *fastmcp(examples(tmp_path)))
     assert report.error is None, report.error
     assert report.protocol == "2026-07-28"
     # FastMCP lists the three top-level skills; the nested one is a file of its parent.
@@ -83,15 +94,18 @@ async def test_fastmcp_skills_provider_is_checked_and_its_findings_are_its_own()
 
 
 @FASTMCP
-async def test_fastmcp_paging_its_lists_answers_an_unknown_cursor_as_the_cause_says() -> None:
+async def test_fastmcp_paging_its_lists_answers_an_unknown_cursor_as_the_cause_says(
+    tmp_path: Path,
+) -> None:
+    skills = examples(tmp_path)
     (cause,) = {
         f.cause
-        for f in (await check(sys.executable, *fastmcp())).findings
+        for f in (await check(sys.executable, *fastmcp(skills))).findings
         if f.rule == "SW-LIST-011"
     }
     assert cause is not None
     assert "list_page_size" in cause
-    report = await check(sys.executable, *fastmcp("--page-size", "100"))
+    report = await check(sys.executable, *fastmcp(skills, "--page-size", "100"))
     assert report.error is None, report.error
     assert "SW-LIST-011" not in rules(report)
 
@@ -107,7 +121,7 @@ async def test_the_typescript_sdk_skills_server_is_checked_and_its_findings_are_
     (tmp_path / "node_modules").symlink_to(TS_SDK)
     script = tmp_path / TS_SERVER.name
     script.write_bytes(TS_SERVER.read_bytes())
-    report = await check(str(NODE), str(script), str(example_skills_dir()))
+    report = await check(str(NODE), str(script), str(examples(tmp_path)))
     assert report.error is None, report.error
     assert (report.skills, report.files) == (4, 14)
     found = rules(report)
