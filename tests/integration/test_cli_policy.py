@@ -50,7 +50,8 @@ def test_policy_check_exits_1_with_a_file_and_line_for_each_problem(tmp_path: Pa
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert lines[0] == f"{bad}:3: unknown key 'servers.alow' is ignored"
-    assert lines[1].startswith(f"{bad}:4: servers.deny: entry 2 (3) is dropped")
+    assert lines[1].startswith(f"{bad}:4: servers.deny: entry 2 (3) is not valid")
+    assert lines[1].endswith("; every server is denied")
     assert lines[2].startswith(f"{broken}:2: not valid TOML")
     assert len(lines) == 3
     missing = run("policy", "check", str(tmp_path / "nope.toml"), home=tmp_path)

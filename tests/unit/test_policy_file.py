@@ -99,15 +99,68 @@ def test_unknown_keys_are_warnings_naming_the_file_and_line() -> None:
 
 
 @pytest.mark.threat("T41")
-def test_a_malformed_entry_is_dropped_while_the_rest_applies() -> None:
+def test_a_malformed_allow_entry_is_dropped_while_the_rest_applies() -> None:
+    document, problems = parse(
+        'version = 1\n[servers]\nallow = [\n  "acme",\n  42,\n  "npx *",\n]\n'
+        '[skills]\nallow = [7, "skill://acme/**"]\n'
+    )
+    assert texts(document.servers.allow) == ("acme", "npx *")
+    assert document.skills.allow == ("skill://acme/**",)
+    assert problems[0].startswith("policy.toml:5: servers.allow: entry 2 (42) is dropped")
+    assert problems[1].startswith("policy.toml:9: skills.allow: entry 1 (7) is dropped")
+
+
+@pytest.mark.threat("T41")
+def test_a_malformed_deny_entry_denies_everything_its_list_covers_and_says_so() -> None:
+    # Dropped, the entry would deny less than the administrator wrote: fail closed.
     document, problems = parse(
         'version = 1\n[servers]\ndeny = [\n  "evil",\n  42,\n  "npx *",\n]\n'
-        '[skills]\ndeny_digests = ["sha256:short", "' + DIGEST + '"]\n'
+        '[skills]\ndeny = ["skill://*/beta/**"]\ndeny_digests = ["sha256:short", "'
+        + DIGEST
+        + '"]\n'
     )
-    assert texts(document.servers.deny) == ("evil", "npx *")
+    assert texts(document.servers.deny) == ("evil", "npx *", "*")
+    assert document.skills.deny == ("skill://*/beta/**", "**")
     assert document.skills.deny_digests == (DIGEST,)
-    assert problems[0].startswith("policy.toml:5: servers.deny: entry 2 (42) is dropped")
-    assert problems[1].startswith("policy.toml:9: skills.deny_digests: entry 1")
+    assert problems == [
+        "policy.toml:5: servers.deny: entry 2 (42) is not valid (value error, expected a "
+        "string of 1 to 2048 characters); every server is denied",
+        "policy.toml:10: skills.deny_digests: entry 1 ('sha256:short') is not valid (string "
+        "should match pattern '^sha256:[0-9a-f]{64}$'); every skill is denied",
+    ]
+
+
+@pytest.mark.threat("T41")
+@pytest.mark.parametrize(
+    "written",
+    ["SHA256:" + "AB" * 32, "sha256:" + "AB" * 32, "SHA256:" + "ab" * 32, "ab" * 32, "AB" * 32],
+)
+def test_a_digest_written_as_hashing_tools_print_it_is_read_as_the_listing_form(
+    written: str,
+) -> None:
+    document, problems = parse(
+        f'version = 1\n[skills]\ndeny_digests = ["{written}"]\n'
+        f'[[pins]]\nserver = "acme"\nskill = "skill://acme/x/SKILL.md"\ncontent = "{written}"\n'
+    )
+    assert problems == []
+    assert document.skills.deny_digests == (DIGEST,)
+    assert document.skills.deny == ()
+    assert document.pins[0].content == DIGEST
+
+
+@pytest.mark.threat("T41")
+@given(st.text(max_size=80))
+def test_a_deny_digest_is_read_as_written_or_denies_every_skill(written: str) -> None:
+    parsed = parse_policy_data({"version": 1, "skills": {"deny_digests": [written]}}, "p.toml")
+    assert parsed.document is not None
+    skills = parsed.document.skills
+    if skills.deny_digests:
+        (digest,) = skills.deny_digests
+        assert digest == "sha256:" + written.lower().removeprefix("sha256:")
+        assert skills.deny == ()
+    else:
+        assert skills.deny == ("**",)
+        assert "every skill is denied" in str(parsed.problems[0])
 
 
 def test_each_dropped_entry_names_its_own_line_whatever_the_layout() -> None:
@@ -229,9 +282,12 @@ colour = "red"
     assert problems[2].startswith("policy.toml:12: pin 3 is dropped: content")
 
 
-def test_values_with_control_characters_are_dropped_not_kept() -> None:
+def test_values_with_control_characters_are_never_kept_nor_shown() -> None:
+    document, problems = parse('version = 1\n[servers]\nallow = ["ev\\u001bil", "ok"]\n')
+    assert texts(document.servers.allow) == ("ok",)
+    assert "\x1b" not in problems[0]
     document, problems = parse('version = 1\n[servers]\ndeny = ["ev\\u001bil", "ok"]\n')
-    assert texts(document.servers.deny) == ("ok",)
+    assert texts(document.servers.deny) == ("ok", "*")
     assert "\x1b" not in problems[0]
 
 

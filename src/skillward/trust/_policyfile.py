@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import re
 import tomllib
 import types
 from collections.abc import Callable, Mapping
@@ -27,6 +28,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PlainSerializer,
@@ -124,10 +126,26 @@ SkillPattern = Annotated[
     _Text,
     Field(description="A skill URI glob: * matches within one path segment, ** across segments."),
 ]
+_ANY_CASE_DIGEST = re.compile(r"(?:sha256:)?[0-9a-f]{64}", re.IGNORECASE | re.ASCII)
+
+
+def _digest_spelling(value: object) -> object:
+    """A digest as ``sha256sum`` or ``Get-FileHash`` prints it (bare, or upper case), in the
+    form listings use: read as the administrator meant it, not dropped."""
+    if isinstance(value, str) and _ANY_CASE_DIGEST.fullmatch(value):
+        value = value.lower()
+        return value if value.startswith("sha256:") else f"sha256:{value}"
+    return value
+
+
 Digest = Annotated[
     str,
+    BeforeValidator(_digest_spelling),
     StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$"),
-    Field(description="sha256: and 64 lowercase hex digits."),
+    Field(
+        description="sha256: and 64 hex digits (upper case, or bare hex as sha256sum prints "
+        "it, is read the same)."
+    ),
 ]
 SkillUri = Annotated[_Text, AfterValidator(_skill_uri)]
 
@@ -513,20 +531,31 @@ class _Reader:
                 return
             kept: list[object] = []
             lines = self.entry_lines(path, len(raw))
+            # A deny entry that cannot be read denied something: its list's strictest
+            # setting stands in for it. Elsewhere a bad entry only narrows what it allows.
+            denying = strictest if strictest is not None and strictest[1] else None
+            bad_line: int | None = None
+            unread = False
             for index, entry in enumerate(raw):
                 line = lines[index]
                 try:
                     kept.append(_adapter(item).validate_python(entry))
                 except ValidationError as error:
+                    shown = f"{key}: entry {index + 1} ({_shown(entry)})"
+                    if denying is None:
+                        self.warn(path, f"{shown} is dropped: {_reason(error)}", line=line)
+                        continue
                     self.warn(
-                        path,
-                        f"{key}: entry {index + 1} ({_shown(entry)}) is dropped: {_reason(error)}",
-                        line=line,
+                        path, f"{shown} is not valid ({_reason(error)}); {denying[2]}", line=line
                     )
+                    if not unread:
+                        unread, bad_line = True, line
                     continue
                 if line is not None:
                     self.lines[(*path, len(kept) - 1)] = line
             clean[name] = tuple(kept)
+            if denying is not None and unread:
+                self._strictest(clean, table, denying, bad_line)
             return
         try:
             clean[name] = _adapter(item).validate_python(raw)
