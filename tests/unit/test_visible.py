@@ -8,6 +8,7 @@ import re
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from wcwidth import wcwidth
 
 from skillward.core.visible import shown_length, visible, visible_arguments
 
@@ -50,10 +51,13 @@ def decode(shown: str) -> str:
     return "".join(out)
 
 
-everything = st.text(
-    st.characters(codec=None, exclude_categories=()) | st.sampled_from(' \t\n\\"\u200b\u3000'),
+# A list joined, not st.text: text() merges its alphabet into one set of code points, in
+# which the characters picked out here would almost never be drawn.
+everything = st.lists(
+    st.characters(codec=None, exclude_categories=())
+    | st.sampled_from(' \t\n\\"\u200b\u3000\u0301\u093e\u1161\ud7b0'),
     max_size=60,
-)
+).map("".join)
 
 
 @pytest.mark.threat("T26")
@@ -70,6 +74,15 @@ def test_the_visible_form_gives_back_the_value_and_shows_nothing_that_hides(
     assert not drawn.endswith(" ")
     if quote:
         assert '"' not in drawn.replace('\\"', "")
+
+
+@pytest.mark.threat("T26")
+@given(text=everything)
+def test_every_character_of_the_visible_form_takes_its_own_cells(text: str) -> None:
+    # As terminals (and pyte) measure it: nothing drawn into its neighbour's cell, so
+    # values that differ never look alike on screen.
+    drawn = visible(text, lines=True).replace("\n", "")
+    assert all(wcwidth(ch) >= 1 for ch in drawn), [ch for ch in drawn if wcwidth(ch) < 1]
 
 
 @pytest.mark.threat("T26")
@@ -94,6 +107,10 @@ def test_two_values_never_share_a_visible_form(first: str, second: str) -> None:
         ("x" + "\u200b" * 4000 + "y", "x\\{4000 x \\u200b}y"),
         ("a\u00a0b\u3000c\u2800d", "a\\xa0b\\u3000c\\u2800d"),
         ("e\u0301", "e\\u0301"),  # a combining mark draws on its neighbour
+        ("\u0915\u093e", "\u0915\\u093e"),  # a spacing one too
+        # Drawn as the precomposed syllable: Bash(\u1100\u1161) would look like Bash(\uac00).
+        ("Bash(\u1100\u1161)", "Bash(\u1100\\u1161)"),
+        ("\uac00\u11a8\ud7b0", "\uac00\\u11a8\\ud7b0"),
         ("echo \u05d0|\u05d1", "echo \\u05d0|\\u05d1"),  # right-to-left reorders
         ("tag\U000e0041", "tag\\U000e0041"),
         ("emoji \U0001f600", "emoji \U0001f600"),

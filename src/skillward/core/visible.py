@@ -5,9 +5,10 @@ Every prompt shows what it grants in this form, so what is granted is exactly wh
 shown. A printable character stands for itself, and so does one space between two
 others. Everything else is an escape: ``\\\\`` for a backslash; ``\\n``, ``\\t``,
 ``\\r``, ``\\xhh``, ``\\uhhhh`` or ``\\Uhhhhhhhh`` for a control, format (zero-width,
-bidi), separator or other space, combining, right-to-left or blank-looking character,
-and ``\\x20`` for a space that starts or ends the value or touches other whitespace; a
-run of two or more of one such character is ``\\{N spaces}`` or ``\\{N x \\u200b}``.
+bidi), separator or other space, combining (a conjoining jamo too), right-to-left or
+blank-looking character, and ``\\x20`` for a space that starts or ends the value or
+touches other whitespace; a run of two or more of one such character is
+``\\{N spaces}`` or ``\\{N x \\u200b}``.
 Every backslash starts an escape, so two values never share a visible form, and none
 holds a character a terminal or a page would not draw as itself.
 
@@ -39,6 +40,9 @@ LEGEND = (
 _REORDERING = frozenset({"R", "AL", "AN"})
 #: Printable characters drawn as blank (the braille blank).
 _BLANK = frozenset({0x2800})
+#: Hangul vowel and final-consonant jamo: no width of their own, drawn into the syllable
+#: before them, so a decomposed syllable would look like the precomposed one.
+_CONJOINING = ((0x1160, 0x11FF), (0xD7B0, 0xD7FF))
 #: Words in an argument's name that say it holds what runs or what is touched, in the
 #: order such arguments are shown.
 _NAMING = (
@@ -68,7 +72,9 @@ def _hidden(ch: str) -> bool:
         not ch.isprintable()
         or cp in _ignorable()
         or cp in _BLANK
-        or unicodedata.category(ch) in ("Mn", "Me")
+        # Combining marks, spacing ones included: each draws on its neighbour.
+        or unicodedata.category(ch) in ("Mn", "Me", "Mc")
+        or any(low <= cp <= high for low, high in _CONJOINING)
         or unicodedata.bidirectional(ch) in _REORDERING
     )
 
