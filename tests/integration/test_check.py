@@ -304,6 +304,32 @@ async def test_sarif_messages_carry_no_link_a_server_wrote(tree: Path) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.threat("T55")
+async def test_a_relative_uri_a_server_lists_is_never_a_sarif_location(tree: Path) -> None:
+    # Code scanning reads a relative location against the repository: the finding would
+    # be shown on the author's own src/app.py, with the server's words beside it.
+    def entry(value: dict[str, Any]) -> None:
+        value["uri"] = "src/app.py"
+
+    server = served(tree, entries={"skill://acme/billing/refunds/SKILL.md": entry})
+    spec = ServerSpec(label="evil", transport=InMemoryTransport(server=server))
+    with anyio.fail_after(60):
+        result = outcome([await check_server(spec)])
+    (report,) = result.reports
+    assert "src/app.py" in {f.uri or f.skill for f in report.findings}
+    log = json.loads(render_sarif(result))
+    places = [
+        location["physicalLocation"]["artifactLocation"]
+        for found in log["runs"][0]["results"]
+        for location in found["locations"]
+    ]
+    assert places
+    assert {"uri": "src/app.py"} not in places
+    for place in places:
+        assert place["uri"] == "evil" or place["uri"].startswith("skill://"), place
+
+
+@pytest.mark.anyio
 async def test_the_sarif_log_is_valid_sarif_2_1_0(tree: Path) -> None:
     result = await hostile_strings(tree)
     log = json.loads(render_sarif(result))

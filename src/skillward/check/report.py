@@ -388,12 +388,28 @@ def _sarif_location(report: ServerReport, finding: Finding) -> dict[str, Any]:
         if finding.line is not None:
             physical["region"] = {"startLine": finding.line}
     else:
-        where = target or report.label
+        # A server's string stands as the location only as an absolute URI: a relative
+        # one ("src/app.py") would be read against the repository, and the finding
+        # shown on a file of the author's that it is not about.
+        where = target if target is not None and _served_at(target) else report.label
         physical = {"artifactLocation": {"uri": printable(where, limit=2048)}}
     return {
         "physicalLocation": physical,
         "logicalLocations": [{"name": printable(report.label), "kind": "module"}],
     }
+
+
+def _served_at(target: str) -> bool:
+    """Whether ``target`` is an absolute URI other than a file's (``skill://...``)."""
+    scheme, colon, _ = target.partition(":")
+    return (
+        bool(colon)
+        and len(scheme) > 1  # not a drive letter
+        and scheme[0].isascii()
+        and scheme[0].isalpha()
+        and all(c.isascii() and (c.isalnum() or c in "+-.") for c in scheme)
+        and scheme.lower() != "file"
+    )
 
 
 def _sarif_path(path: str) -> str:
