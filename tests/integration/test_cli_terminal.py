@@ -111,7 +111,7 @@ def test_a_server_that_fails_to_start_shows_the_end_of_its_log_escaped() -> None
     assert "server 'broken'" in result.stderr
     assert "\\x1b[2Jboom: no config" in result.stderr
     assert "last 2 lines" in result.stderr
-    assert SESSION_MARK.decode().strip() in result.stderr
+    assert SESSION_MARK.decode()[1:].rstrip("\n") in result.stderr
     assert "skillward logs broken" in result.stderr
 
 
@@ -171,7 +171,7 @@ def test_logs_prints_a_servers_log_escaped(tmp_path: Path, home: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "\x1b" not in result.stdout
     lines = result.stdout.splitlines()
-    assert lines[0] == SESSION_MARK.decode().strip()
+    assert lines[0] == SESSION_MARK.decode()[1:].rstrip("\n")
     assert lines[1] == ESCAPED_CLEAR + "\\x1b[0m"
     assert lines[2] == "\\x1b]0;pwned\\x07"
     assert lines[3].startswith("skillward serve: 4 skills from ")

@@ -200,7 +200,7 @@ async def test_a_failure_while_stopping_is_noted_in_the_servers_log_and_never_ra
         await _quietly(failing(), spec, transport, LIMITS)
     assert [r.getMessage() for r in caplog.records if r.name == "skillward"] == []
     said = "stopping the server failed: RuntimeError: read() called while\\nanother coroutine waits"
-    assert (tmp_path / "s.log").read_text() == f"--- skillward: {said} ---\n"
+    assert (tmp_path / "s.log").read_text() == f"\x1e--- skillward: {said} ---\n"
 
 
 def misbehaving_spec(tmp_path: Path, mode: str) -> ServerSpec:

@@ -6,6 +6,8 @@ those bytes reach the terminal: :func:`capture` copies them into ``LABEL.log`` u
 server log directory (see ``_dirs.server_log_dir``), the spec's secrets scrubbed out first
 (:class:`Scrubber`), and :func:`read_log` and :func:`escaped_lines` read them back as
 untrusted bytes, escaped with :func:`~skillward.core.errors.printable` like every error.
+skillward's own lines in a log (where each run began, its notes) start with a byte no
+line of the server's keeps there, so a server cannot write one.
 
 The log and its one rotated predecessor (``LABEL.log.1``) together stay within
 ``Limits.max_server_log_bytes``, however much a server writes.
@@ -102,8 +104,16 @@ class LogWriter:
             self._fd = -1
 
 
+#: Starts each line of skillward's own in a log. Where a server writes the byte, it is
+#: logged as the text ``\x1e``: no line of the server's can pass for one of skillward's.
+_OWN = b"\x1e"
 #: Written when skillward starts a server, so a log shows where each run began.
-SESSION_MARK = b"--- skillward started the server here ---\n"
+SESSION_MARK = _OWN + b"--- skillward started the server here ---\n"
+
+
+def _theirs(data: bytes) -> bytes:
+    """A server's bytes as logged: any that would mark a line as skillward's, as text."""
+    return data.replace(_OWN, b"\\x1e")
 
 
 class Scrubber:
@@ -181,9 +191,9 @@ async def _pump(
             if not chunk:
                 return
             if writer is not None:
-                writer = _append(writer, scrubber.feed(chunk))
+                writer = _append(writer, _theirs(scrubber.feed(chunk)))
     finally:
-        _append(writer, scrubber.flush())
+        _append(writer, _theirs(scrubber.flush()))
         done.set()
 
 
@@ -195,7 +205,7 @@ def note(path: Path, text: str, *, max_bytes: int) -> None:
     except OSError:
         return
     try:
-        writer.write(f"--- skillward: {printable(text, limit=500)} ---\n".encode())
+        writer.write(_OWN + f"--- skillward: {printable(text, limit=500)} ---\n".encode())
     except OSError:
         pass
     finally:
@@ -281,9 +291,19 @@ def read_log(directory: Path, label: str, *, max_bytes: int) -> bytes | None:
 
 def escaped_lines(data: bytes, *, limit: int = 2000) -> list[str]:
     """``data`` as lines fit for a terminal: every escape and control character shown
-    as text (``\\x1b``), never as itself, and each line bounded."""
+    as text (``\\x1b``), never as itself, and each line bounded. skillward's own lines
+    read as written; a server's line that starts as they do (``---``) starts with the
+    text ``\\x2d`` instead, so it cannot pass for one."""
     text = data.decode("utf-8", errors="backslashreplace")
     lines = text.split("\n")
     if not lines[-1]:
         lines.pop()
-    return [printable(line, limit=limit) for line in lines]
+    own = _OWN.decode()
+    shown: list[str] = []
+    for line in lines:
+        if line.startswith(own):
+            shown.append(printable(line[1:], limit=limit))
+            continue
+        escaped = printable(line, limit=limit)
+        shown.append("\\x2d" + escaped[1:] if escaped.startswith("-") else escaped)
+    return shown
