@@ -29,7 +29,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from skillward.core.config import Limits
-from skillward.core.context import catalog_block, error_block
+from skillward.core.context import catalog_block
 from skillward.core.errors import (
     AmbiguousName,
     ApprovalDenied,
@@ -40,6 +40,7 @@ from skillward.core.errors import (
     UnknownServer,
     UsageError,
 )
+from skillward.core.origins import Origin
 from skillward.core.registry import SkillRecord, parse_reference
 from skillward.core.tools import DATA, LIST_SKILLS, READ_SKILL
 from skillward.edge._trace import parse_trace, traced
@@ -313,15 +314,13 @@ class Gateway:
     def _unexpected(session: ClientSession, error: SkillwardError) -> types.CallToolResult:
         """An error no path tagged: one naming a server may quote it, so it is tagged with
         that origin (or reduced to its type); the gateway's own carry only its words."""
-        if error.server is None:
-            return host_error(error)
-        origin = session.host.registry.find_origin(error.server)
-        if origin is None:
-            return host_error(UsageError(f"the request failed ({type(error).__name__})"))
-        return result(error_block(error, origin=origin))
+        return _session_error(session, error, None, host_words=error.server is None)
 
-    def _origin_error(self, error: SkillwardError, record: SkillRecord) -> types.CallToolResult:
-        return result(error_block(error, origin=record.origin))
+    @staticmethod
+    def _origin_error(
+        session: ClientSession, error: SkillwardError, record: SkillRecord
+    ) -> types.CallToolResult:
+        return _session_error(session, error, record.origin)
 
     # --- read_skill ----------------------------------------------------------------------
 
@@ -342,7 +341,7 @@ class Gateway:
         try:
             pending = await host.prepare(record, reuse=not retry)
         except SkillwardError as error:
-            return self._origin_error(error, record)
+            return self._origin_error(session, error, record)
         if pending.settled:
             return await self._load(session, pending, None)
         given = self.parked.take(pending, waiter=session.key)
@@ -358,6 +357,7 @@ class Gateway:
                 session, pending, "the client cannot ask the person (it declares no elicitation)"
             )
             return self._origin_error(
+                session,
                 ApprovalError(
                     f"loading skill {qualified!r} needs the person's approval, and this MCP "
                     "client cannot ask them (it does not support form elicitation); nothing was "
@@ -387,7 +387,7 @@ class Gateway:
                 timed_out=refusal.timed_out,
             )
         except SkillwardError as error:  # SKILL.md could not be shown
-            return self._origin_error(error, record)
+            return self._origin_error(session, error, record)
         if isinstance(asked, types.InputRequiredResult):
             return asked
         action, content = asked
@@ -428,6 +428,7 @@ class Gateway:
         record = pending.request.record
         qualified = pending.facts.ref
         return self._origin_error(
+            session,
             ApprovalError(
                 f"loading skill {qualified!r} needs the person's approval, and the "
                 f"question takes {length} characters to show whole, more than the "
@@ -472,7 +473,7 @@ class Gateway:
                 server=record.origin.label,
                 uri=record.key.locator,
             )
-        return self._origin_error(error, record)
+        return self._origin_error(session, error, record)
 
     async def _load(
         self, session: ClientSession, pending: PendingApproval, answer: Answer | None
@@ -482,7 +483,7 @@ class Gateway:
         try:
             activation = await session.host.load(pending, answer)
         except SkillwardError as error:
-            return self._origin_error(error, record)
+            return self._origin_error(session, error, record)
         meta: dict[str, Any] = {
             "ref": session.host.registry.qualified_ref(record),
             "manifest_hash": activation.content_hash,
@@ -510,6 +511,22 @@ class Gateway:
             "manifest_hash": activation.content_hash if activation is not None else None,
         }
         return result(block, meta)
+
+
+def _session_error(
+    session: ClientSession,
+    error: SkillwardError,
+    origin: Origin | None,
+    *,
+    host_words: bool = False,
+) -> types.CallToolResult:
+    """``error`` as the client's session hands it to the model, like every block of it:
+    tagged with ``origin`` (or the origin ``error.server`` labels, else reduced to its
+    type unless ``host_words``), and that origin counted as in the model's context."""
+    try:
+        return result(session.host.error_block(error, origin, host_words=host_words))
+    except UsageError:  # the session was closed meanwhile (a newer one took its place)
+        return host_error(UsageError("this client's session has ended; call the tool again"))
 
 
 def _not_in_catalog() -> SkillNotFound:
