@@ -5,9 +5,12 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import skillward
 from skillward.core import errors
+from skillward.core._ignorable import DEFAULT_IGNORABLE
 from skillward.core.errors import (
     AmbiguousName,
     ApprovalDenied,
@@ -112,11 +115,39 @@ def test_server_rejected_keeps_the_json_rpc_code() -> None:
 
 
 @pytest.mark.threat("T23")
-@pytest.mark.parametrize("hostile", ["\x1b[2J", "\u202e", "\u200b", "\U000e0041", "\x07", "\r"])
+@pytest.mark.parametrize(
+    "hostile",
+    # The last four are printable to Python, and drawn as nothing.
+    [
+        "\x1b[2J",
+        "\u202e",
+        "\u200b",
+        "\U000e0041",
+        "\x07",
+        "\r",
+        "\u3164",
+        "\ufe0f",
+        "\u034f",
+        "\U000e0101",
+    ],
+)
 def test_untrusted_text_cannot_drive_the_terminal(hostile: str) -> None:
     error = OriginError(f"bad {hostile} thing", server="acme", uri=f"skill://x{hostile}/SKILL.md")
     assert hostile not in str(error)
     assert hostile not in printable(hostile)
+
+
+@pytest.mark.threat("T23")
+@given(
+    st.lists(
+        st.characters(codec=None, exclude_categories=())
+        | st.sampled_from([chr(low) for low, _ in DEFAULT_IGNORABLE])
+    ).map("".join)
+)
+def test_printable_text_holds_nothing_drawn_as_nothing(text: str) -> None:
+    shown = printable(text, limit=10_000)
+    assert shown.isprintable()
+    assert not any(low <= ord(ch) <= high for ch in shown for low, high in DEFAULT_IGNORABLE)
 
 
 def test_printable_bounds_length() -> None:

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
+from skillward.core._ignorable import DEFAULT_IGNORABLE
 from skillward.core.errors import UsageError
 
 #: The flags a neutralised text may carry (each followed by ": " and a count or list).
@@ -77,28 +78,6 @@ def check_boundary(boundary: object) -> str:
 
 # --- invisible characters ---------------------------------------------------------------
 
-#: Unicode's Default_Ignorable_Code_Point ranges (DerivedCoreProperties.txt): the code
-#: points renderers draw as nothing. Hard-coded because unicodedata does not expose them.
-_DEFAULT_IGNORABLE: Final = (
-    (0x00AD, 0x00AD),
-    (0x034F, 0x034F),
-    (0x061C, 0x061C),
-    (0x115F, 0x1160),
-    (0x17B4, 0x17B5),
-    (0x180B, 0x180F),
-    (0x200B, 0x200F),
-    (0x202A, 0x202E),
-    (0x2060, 0x206F),
-    (0x3164, 0x3164),
-    (0xFE00, 0xFE0F),
-    (0xFEFF, 0xFEFF),
-    (0xFFA0, 0xFFA0),
-    (0xFFF0, 0xFFF8),
-    (0x1BCA0, 0x1BCA3),
-    (0x1D173, 0x1D17A),
-    (0xE0000, 0xE0FFF),
-)
-
 
 def _invisible_codepoints() -> set[int]:
     points: set[int] = set()
@@ -109,7 +88,7 @@ def _invisible_codepoints() -> set[int]:
             if unicodedata.category(chr(cp)) in {"Cc", "Cf", "Zl", "Zp"}:
                 points.add(cp)
     points.update(range(0xD800, 0xE000))  # lone surrogates: not text at all
-    for low, high in _DEFAULT_IGNORABLE:
+    for low, high in DEFAULT_IGNORABLE:
         points.update(range(low, high + 1))
     # Tab, newline and carriage return are layout, not hidden text.
     points -= {0x09, 0x0A, 0x0D}

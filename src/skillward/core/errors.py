@@ -24,9 +24,12 @@ its options where ``hint`` names the library's API.
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, Self
+
+from skillward.core._ignorable import DEFAULT_IGNORABLE
 
 __all__ = [
     "AmbiguousName",
@@ -74,8 +77,20 @@ __all__ = [
 ]
 
 
+#: Characters Python calls printable that are drawn as nothing (variation selectors,
+#: Hangul fillers, the combining grapheme joiner, tags): escaped like the rest.
+_DRAWN_AS_NOTHING = re.compile(
+    "[" + "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in DEFAULT_IGNORABLE) + "]"
+)
+
+
+def _shown(ch: str) -> str:
+    return ch if ch.isprintable() and not _DRAWN_AS_NOTHING.match(ch) else ascii(ch)[1:-1]
+
+
 def printable(text: str, *, limit: int = 300) -> str:
-    """``text`` bounded in length, with every non-printable character escaped.
+    """``text`` bounded in length, with every non-printable or invisible character
+    escaped.
 
     Untrusted strings (URIs, names, server output) pass through this before they
     reach a terminal or a log line, so they cannot carry escape sequences, bidi
@@ -83,9 +98,9 @@ def printable(text: str, *, limit: int = 300) -> str:
     """
     if len(text) > limit:
         text = text[:limit] + "..."
-    if text.isprintable():
+    if text.isprintable() and not _DRAWN_AS_NOTHING.search(text):
         return text
-    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+    return "".join(map(_shown, text))
 
 
 class SkillwardError(Exception):

@@ -25,7 +25,8 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 
-from skillward.core._neutralise import _DEFAULT_IGNORABLE, _char_class
+from skillward.core._ignorable import DEFAULT_IGNORABLE
+from skillward.core._neutralise import _char_class
 
 __all__ = ["LEGEND", "shown_length", "visible", "visible_arguments"]
 
@@ -61,7 +62,7 @@ _NAMING = (
 
 @functools.cache
 def _ignorable() -> frozenset[int]:
-    return frozenset(cp for low, high in _DEFAULT_IGNORABLE for cp in range(low, high + 1))
+    return frozenset(cp for low, high in DEFAULT_IGNORABLE for cp in range(low, high + 1))
 
 
 def _hidden(ch: str) -> bool:
