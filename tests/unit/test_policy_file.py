@@ -131,6 +131,35 @@ def test_a_malformed_deny_entry_denies_everything_its_list_covers_and_says_so() 
 
 
 @pytest.mark.threat("T41")
+def test_one_word_that_names_only_a_bare_command_is_kept_and_says_what_else_to_write() -> None:
+    document, problems = parse(
+        'version = 1\n[servers]\ndeny = ["brave_search", "evil.example", "stdio:tool", '
+        '"npx *", "acme", "/opt/bin/evil"]\n'
+    )
+    assert texts(document.servers.deny) == (
+        "brave_search",
+        "evil.example",
+        "stdio:tool",
+        "npx *",
+        "acme",
+        "/opt/bin/evil",
+    )
+    assert [p.split(": ", 2)[1] for p in problems] == [
+        "servers.deny",
+        "servers.deny",
+        "servers.deny",
+    ]
+    brave, host, path = problems
+    assert brave.startswith("policy.toml:3: servers.deny: entry 1 ('brave_search') names only")
+    assert "the label 'brave-search'" in brave
+    assert "'stdio:brave_search' as it is" in brave
+    assert "'https://evil.example' for a server on that host" in host
+    assert "entry 6" in path
+    assert "label" not in path
+    assert "'/opt/bin/evil *' for that command with arguments" in path
+
+
+@pytest.mark.threat("T41")
 @pytest.mark.parametrize(
     "written",
     ["SHA256:" + "AB" * 32, "sha256:" + "AB" * 32, "SHA256:" + "ab" * 32, "ab" * 32, "AB" * 32],

@@ -17,6 +17,7 @@ A policy is read leniently where that is safe and strictly where it is not:
 from __future__ import annotations
 
 import bisect
+import contextlib
 import itertools
 import re
 import tomllib
@@ -41,6 +42,7 @@ from pydantic import (
 
 from skillward.core.config import SEP_MAX_SKILL_BYTES
 from skillward.core.errors import ConfigError, InvalidUri, printable
+from skillward.core.labels import normalise_label
 from skillward.core.uris import skill_root_of
 from skillward.core.urls import parse_http_url, split_url
 from skillward.trust._patterns import NamePattern, ServerPattern, UrlPattern, parse_server_pattern
@@ -553,6 +555,7 @@ class _Reader:
                     continue
                 if line is not None:
                     self.lines[(*path, len(kept) - 1)] = line
+                self._advise(path, f"{key}: entry {index + 1}", kept[-1], line)
             clean[name] = tuple(kept)
             if denying is not None and unread:
                 self._strictest(clean, table, denying, bad_line)
@@ -561,6 +564,28 @@ class _Reader:
             clean[name] = _adapter(item).validate_python(raw)
         except ValidationError as error:
             self._bad(clean, path=path, key=key, raw=raw, why=_reason(error), strictest=strictest)
+
+    def _advise(self, path: KeyPath, where: str, value: object, line: int | None) -> None:
+        """Warn about a server pattern that is one word and no label (``brave_search``,
+        ``evil.example``): it names only a command line of that word alone, which is
+        seldom what was meant. ``stdio:`` in front says it is."""
+        if not isinstance(value, NamePattern) or value.kind != "command":
+            return
+        text = value.text
+        if text[:6].lower() == "stdio:" or len(text.split()) != 1:
+            return
+        meant: list[str] = []
+        with contextlib.suppress(ConfigError):  # no name an mcpServers file could hold
+            meant.append(f"the label {normalise_label(text)!r} for a server so named in mcpServers")
+        if "." in text and split_url(f"https://{text}/") is not None:
+            meant.append(f"'https://{text}' for a server on that host")
+        meant += [f"'{text} *' for that command with arguments", f"'stdio:{text}' as it is"]
+        self.warn(
+            path,
+            f"{where} ({_shown(text)}) names only a stdio server run as that one word with no "
+            f"arguments; write {', '.join(meant[:-1])}, or {meant[-1]}",
+            line=line,
+        )
 
     def _bad(
         self,
