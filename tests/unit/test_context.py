@@ -482,6 +482,14 @@ def test_invisible_characters_in_attributes_are_flagged_and_shown() -> None:
     assert 'description="Safe[U+202E]evil"' in block.text()
 
 
+def test_a_servers_own_name_for_itself_in_a_catalog_is_flagged_too() -> None:
+    named = Origin("mcp", "acme", "Acme\u202e Tools")
+    block = catalog_block([CatalogItem("pdf", "pdf", "Safe", named)])
+    assert "invisible-characters: U+202E x1" in block.flags
+    shown = block.to_json()["items"][0]["origin"]["detail_unverified"]
+    assert shown == "Acme[U+202E] Tools"
+
+
 def test_tab_newline_and_carriage_return_are_layout_and_kept() -> None:
     body = "a\tb\r\nc\n"
     block = skill(body=body)

@@ -479,10 +479,10 @@ def catalog_block(items: Sequence[CatalogItem], *, tools: ToolSet = DEFAULT_TOOL
     (the Agent Skills guidance is to omit it).
     """
     items = tuple(items)
-    strings: list[str] = []
+    strings: list[str | None] = []
     for item in items:
         trust_of(item.origin)
-        strings += [item.ref, item.name, item.description, item.origin.label]
+        strings += [item.ref, item.name, item.description, item.origin.label, item.origin.detail]
     return _build("catalog", None, untrusted=strings, items=items).naming(tools)
 
 
