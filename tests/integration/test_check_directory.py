@@ -7,6 +7,7 @@ check read outside the repository or past its bounds."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -121,6 +122,46 @@ def test_a_link_out_of_the_repository_is_never_followed_and_is_reported(tmp_path
     # What the link points at was never read: nothing of it is reported.
     assert not [f for f in findings(report) if f["rule"] == "SW-HYG-006"]
     assert str(tmp_path) not in json.dumps([f["message"] for f in findings(report)])
+
+
+@pytest.mark.threat("T65")
+@pytest.mark.parametrize("checked", ["skills", "./skills/", "skills/leaky"])
+def test_a_directory_that_is_or_lies_behind_a_link_is_not_checked(
+    tmp_path: Path, checked: str
+) -> None:
+    # A pull request can make the directory a workflow checks a link out of the repository.
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    outside = tmp_path / "home" / "secret"
+    write(outside, "leaky/SKILL.md", skill_md("Leaky Name", f"token = {KEY}"))
+    (repo / "skills").symlink_to(outside, target_is_directory=True)
+    result = run("check", "--json", "--no-local", checked, home=tmp_path, cwd=repo)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "is, or lies behind, a link (skills)" in result.stderr
+    assert KEY not in result.stdout + result.stderr
+    assert str(outside) not in result.stdout + result.stderr
+
+
+@pytest.mark.threat("T55")
+@pytest.mark.threat("T65")
+@pytest.mark.parametrize("name", [b"bad\x1bname", b"bad\xffname"], ids=["control", "not-utf-8"])
+def test_a_skill_folder_no_uri_can_name_is_a_finding_and_the_rest_is_checked(
+    tmp_path: Path, name: bytes
+) -> None:
+    repo = repository(tmp_path)
+    folder = Path(os.fsdecode(bytes(repo / "skills") + b"/" + name))
+    write(folder, "SKILL.md", skill_md("odd", "Oddly named"))
+    result = run("check", "--format", "sarif", "--no-local", "./skills", home=tmp_path, cwd=repo)
+    log = json.loads(result.stdout)
+    jsonschema.Draft4Validator(json.loads(SARIF_SCHEMA.read_text("utf-8"))).validate(log)
+    texts = [r["message"]["text"] for r in log["runs"][0]["results"]]
+    assert any(text.startswith("skills/bad\\") for text in texts), texts
+    text = run("check", "--no-local", "./skills", home=tmp_path, cwd=repo)
+    assert "4 skills listed" in text.stdout, text.stdout + text.stderr
+    alone = run("check", "--no-local", os.fsdecode(bytes(folder)), home=tmp_path, cwd=repo)
+    assert alone.returncode == 2
+    assert "folder name no skill URI can carry" in alone.stderr
+    assert "\x1b" not in alone.stderr.replace("\\x1b", "")
 
 
 @pytest.mark.anyio

@@ -254,6 +254,18 @@ def test_symlinks_are_never_followed_out_of_the_tree(tmp_path: Path) -> None:
     assert any("symlink" in p for p in catalog.problems)
 
 
+def test_a_skills_files_are_served_as_deep_as_the_walk_goes_and_no_deeper(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path, "s/SKILL.md", skill_md("s"))
+    write(tmp_path, "s/" + "d/" * 14 + "deep.md", b"deep")
+    write(tmp_path, "s/" + "d/" * 16 + "deeper.md", b"deeper")
+    catalog = SkillCatalog.from_directory(tmp_path)
+    assert "skill://s/" + "d/" * 14 + "deep.md" in catalog.files
+    assert not [uri for uri in catalog.files if uri.endswith("deeper.md")]
+    assert any("deeper than 16 levels" in problem for problem in catalog.problems)
+
+
 def test_hidden_files_are_not_part_of_a_skill(tmp_path: Path) -> None:
     write(tmp_path, "s/SKILL.md", skill_md("s"))
     write(tmp_path, "s/.git/config", b"x")

@@ -116,7 +116,7 @@ def served_directory(path: Path, label: str, limits: Limits) -> Directory:
     """The skills under ``path``, served in process as ``label``; see the module."""
     from skillward.serve.server import build_server
 
-    root = path.resolve()
+    root = _unlinked(Path(os.path.abspath(path)), shown=path).resolve()
     if not root.is_dir():
         raise UsageError(f"{path} is not a directory")
     catalog = SkillCatalog.from_directory(root, limits=limits, admit_invalid=True)
@@ -127,7 +127,15 @@ def served_directory(path: Path, label: str, limits: Limits) -> Directory:
             "naming it and saying what it does, as DIR/NAME/SKILL.md.",
         )
     here = repository_path(root)
-    own = [encode_segment(root.name)] if _is_skill(root) else []
+    own: list[str] = []
+    if _is_skill(root):
+        segment = _segment(root.name)
+        if segment is None:
+            raise UsageError(
+                f"{printable(str(path))} is a skill whose folder name no skill URI can "
+                "carry (a control character, or not UTF-8); rename the folder"
+            )
+        own = [segment]
     maps = [("skill://", here)]
     if own:
         # A tree whose root is a skill publishes it under the root's name.
@@ -154,8 +162,10 @@ def _finding(
     rule_id = refusal.rule or _UNSERVED
     skill = None
     if refusal.skill_path is not None:
-        segments = [encode_segment(part) for part in refusal.skill_path.split("/")]
-        skill = "skill://" + "/".join([*segments, SKILL_FILE])
+        segments = [_segment(part) for part in refusal.skill_path.split("/")]
+        named = [segment for segment in segments if segment is not None]
+        if len(named) == len(segments):  # else the message names the skill by its path
+            skill = "skill://" + "/".join([*named, SKILL_FILE])
     uri = uri_of(refusal.path)
     message = refusal.message
     if uri is None and refusal.path != root:
@@ -164,6 +174,34 @@ def _finding(
     # as every server string is (a repository checked may be hostile).
     message = printable(message.replace(root, here), limit=600)
     return Finding(rule_id, rule(rule_id).severity, skill, None if uri == skill else uri, message)
+
+
+def _unlinked(absolute: Path, *, shown: Path) -> Path:
+    """``absolute``, refused when it is, or lies behind, a link within the repository the
+    command runs in: a pull request can turn the directory a workflow checks into a link
+    out of the repository, and nothing behind a link is read."""
+    base = repository_root(Path.cwd().resolve())
+    if not absolute.is_relative_to(base):
+        return absolute  # named outside the repository: checked where it is
+    current = base
+    for part in absolute.relative_to(base).parts:
+        current = current / part
+        if current.is_symlink():
+            raise UsageError(
+                f"{printable(str(shown))} is, or lies behind, a link "
+                f"({printable(current.relative_to(base).as_posix())}); a check does not "
+                "follow links in the repository",
+                hint="Check the directory the link points to by its own path.",
+            )
+    return absolute
+
+
+def _segment(name: str) -> str | None:
+    """``name`` as a skill URI segment, or None when no URI can carry it."""
+    try:
+        return encode_segment(name)
+    except ValueError:
+        return None
 
 
 def directory_label(path: Path, taken: set[str]) -> str:

@@ -54,8 +54,9 @@ def example_skills_dir() -> Path:
 
 @functools.lru_cache(maxsize=8)
 def _skill_tree(max_files: int) -> TreeLimits:
-    """The walk of one skill: room to see, and refuse, a skill past its file limit."""
-    return TreeLimits(max_entries=max_files * 4)
+    """The walk of one skill: room to see, and refuse, a skill past its file limit, as
+    deep as the walk that found it goes."""
+    return TreeLimits(max_depth=_SERVE_TREE.max_depth, max_entries=max_files * 4)
 
 
 @functools.lru_cache(maxsize=1024)
