@@ -219,6 +219,7 @@ async def test_approving_every_later_call_of_read_skill_approves_no_skill_never_
         first = await run(agent, "go")
         question = asked(skills, first)
         state = first.to_state()
+        skills.approve(state, question)
         state.approve(state.get_interruptions()[0], always_approve=True)
         done = await run(agent, state)
         active = [activation.record.name for activation in host.active()]
@@ -229,6 +230,51 @@ async def test_approving_every_later_call_of_read_skill_approves_no_skill_never_
     assert "ApprovalError" in seen["call-2"]
     assert DEPLOY_BODY_LINE not in seen["call-2"]
     assert active == ["plain"]
+
+
+@pytest.mark.threat("T46")
+async def test_of_two_skills_asked_in_one_turn_only_the_one_answered_loads(
+    served: Served, tmp_path: Path
+) -> None:
+    # Both calls interrupt the run; the person answers the first. The SDK's approval of
+    # every read_skill call must not stand for an answer about the second.
+    trail = tmp_path / "audit.jsonl"
+    model = script([("read_skill", {"ref": "plain"}), ("read_skill", {"ref": "deploy"})])
+    async with connected(served, audit=AuditTrail(trail)) as host:
+        skills = SkillwardTools(host)
+        agent = Agent(name="assistant", model=model, tools=skills.tools())
+        first = await run(agent, "go")
+        plain, deploy = skills.questions(first.interruptions)
+        state = first.to_state()
+        skills.approve(state, plain)
+        state.approve(state.get_interruptions()[0], always_approve=True)
+        done = await run(agent, state)
+        active = [activation.record.name for activation in host.active()]
+    seen = outputs(done)
+    assert (plain.facts.ref, deploy.facts.ref) == ("acme:plain", "acme:deploy")
+    assert seen["call-1"].startswith("<skillward:skill ")
+    assert "ApprovalError" in seen["call-2"]
+    assert "not given through skillward's approve" in seen["call-2"]
+    assert DEPLOY_BODY_LINE not in seen["call-2"]
+    assert active == ["plain"]
+    (denied,) = events(trail, "denial")
+    assert (denied.skill_uri, denied.via) == ("skill://deploy/SKILL.md", "openai-agents")
+
+
+@pytest.mark.threat("T46")
+async def test_an_approval_given_only_in_the_framework_loads_nothing(served: Served) -> None:
+    model = script([("read_skill", {"ref": "deploy"})])
+    async with connected(served) as host:
+        skills = SkillwardTools(host)
+        agent = Agent(name="assistant", model=model, tools=skills.tools())
+        first = await run(agent, "go")
+        state = first.to_state()
+        state.approve(state.get_interruptions()[0])  # the person was shown no facts
+        done = await run(agent, state)
+        active = host.active()
+    assert "ApprovalError" in outputs(done)["call-1"]
+    assert DEPLOY_BODY_LINE not in outputs(done)["call-1"]
+    assert active == []
 
 
 async def test_a_prefixed_tool_set_names_its_tools_and_blocks_with_the_hosts_prefix(

@@ -250,6 +250,25 @@ async def test_an_approval_of_a_call_the_toolset_did_not_ask_about_loads_nothing
 
 
 @pytest.mark.threat("T46")
+async def test_an_approval_given_only_in_the_framework_loads_nothing(served: Served) -> None:
+    model = Model([("read_skill", {"ref": "deploy"})])
+    async with connected(served) as host:
+        toolset = SkillwardToolset(host)
+        agent = agent_for(toolset, model)
+        first = await agent.run("ship it")
+        question = asked(toolset, first)
+        # The host approved the call without taking the person's answer through the toolset.
+        approval: dict[str, Any] = {question.tool_call_id: ToolApproved()}
+        await resume(agent, first, DeferredToolResults(approvals=approval))
+        active = host.active()
+    answer = model.results["call-1"]
+    assert "ApprovalError" in answer
+    assert "not given through skillward's approve" in answer
+    assert DEPLOY_BODY_LINE not in answer
+    assert active == []
+
+
+@pytest.mark.threat("T46")
 async def test_an_approval_whose_arguments_name_another_skill_loads_neither(
     served: Served,
 ) -> None:

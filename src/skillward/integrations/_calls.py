@@ -6,11 +6,12 @@ The host decides whether to ask and the framework asks: ``read_skill`` prepares 
 (the policy, the pin, the verdict: :meth:`SkillHost.prepare`) and loads it at once when
 that settles it. Otherwise it puts a :class:`SkillQuestion` (the facts every prompt shows,
 and the content hash they are of) to the framework's approval mechanism, kept here under
-the tool call's id. When the framework runs that call again with the person's consent,
-the skill is prepared again, its entry fetched from its server again (``skills/get``),
-and it loads only if its content hash is still the one the person was shown. Consent
-counts only for a call this object asked about, and comes only from the framework, never
-from a tool's arguments.
+the tool call's id. The person's answer is taken by :meth:`SkillCalls.approve`; when the
+framework runs that call again with its consent as well, the skill is prepared again, its
+entry fetched from its server again (``skills/get``), and it loads only if its content
+hash is still the one the person was shown. Consent counts only for a call this object
+asked about and whose question was answered here, never for a tool's arguments nor for
+an approval of every call of the tool.
 
 Nothing here raises into the framework: a failure is an error block, tagged with the
 origin whose text it may quote, as :meth:`SkillHost.handle_tool_call` answers.
@@ -45,6 +46,11 @@ logger = logging.getLogger("skillward")
 
 #: Why an approval given through the framework loads nothing: the skill changed since.
 CHANGED = "the skill changed between the question and the answer"
+#: Why a call the framework approved loads nothing: its question was never answered.
+NOT_ANSWERED = (
+    "the framework approved the call, but the person's answer to its question was not "
+    "given through skillward's approve (an approval of every call of the tool answers none)"
+)
 #: Why only ``once`` is offered when the host's approver records nothing.
 UNRECORDED = "the host's approver records no approvals (give it an ApprovalBook)"
 
@@ -88,6 +94,10 @@ class _Asked:
     pending: PendingApproval
     #: The approval's scope, when the person approved through this object.
     scope: Scope = Scope.ONCE
+    #: Whether the person's answer was taken here (:meth:`SkillCalls.approve`): the
+    #: framework's approval of the call counts only then. The framework approves by tool
+    #: name too (the Agents SDK's ``always_approve``), which answers no question.
+    answered: bool = False
 
 
 class SkillCalls:
@@ -151,11 +161,16 @@ class SkillCalls:
         self, call_id: str | None, arguments: Any, consented: bool, can_ask: bool
     ) -> str | SkillQuestion:
         asked = self._asked.pop(call_id, None) if consented and call_id is not None else None
+        unanswered, asked = (
+            (asked, None) if asked is not None and not asked.answered else (None, asked)
+        )
         pending = await self._prepare(arguments, fresh=asked)
         if isinstance(pending, str):
             return pending
         if pending.settled:
             return await self._load(pending, None)
+        if unanswered is not None and unanswered.pending.request.key == pending.request.key:
+            return self._unanswered(pending, unanswered)
         if asked is None or asked.pending.request.key != pending.request.key:
             if can_ask and call_id is not None:
                 return self._ask(call_id, pending)
@@ -246,6 +261,30 @@ class SkillCalls:
         )
         return self.host.error_block(error, request.record.origin).text()
 
+    def _unanswered(self, pending: PendingApproval, asked: _Asked) -> str:
+        """The framework approved the call, but nobody answered its question here: the
+        person was not shown this skill's facts, so nothing loads (recorded as a denial)."""
+        request = pending.request
+        key = request.key
+        self.host.audit.record(
+            "denial",
+            "denied",
+            reason=f"not approved: {NOT_ANSWERED}",
+            label=key.origin,
+            identity=request.identity,
+            skill_uri=key.locator,
+            content_hash=asked.question.content_hash,
+            gate="activation",
+            via=self._via,
+        )
+        error = ApprovalError(
+            f"loading skill {pending.facts.ref!r} was not approved: {NOT_ANSWERED}, so "
+            f"nothing was loaded; call {self.tools.read_skill} again to ask the person",
+            server=key.origin,
+            uri=key.locator,
+        )
+        return self.host.error_block(error, request.record.origin).text()
+
     def not_asked(self) -> str:
         """The error block of a call that needs the person's approval and did not ask."""
         error = ApprovalError(
@@ -278,6 +317,7 @@ class SkillCalls:
         if chosen not in asked.question.scopes:
             raise AnswerRefused(f"{chosen.value!r} was not offered for this question")
         asked.scope = chosen
+        asked.answered = True
 
     async def deny(self, question: SkillQuestion) -> str:
         """Take the person's denial of ``question``, record it, and return the error block

@@ -26,9 +26,10 @@ host's records settle (pinned, approved, or already loaded here) runs without
 interrupting; the rest interrupt the run, and :meth:`SkillwardTools.questions` gives what
 the person is shown. An approval loads exactly the content the person was shown: the
 skill's entry is fetched again first, and a skill that changed meanwhile loads nothing
-(an error block says so). Only an approval of a call these tools asked about is consent:
-``always_approve`` approves no other skill, and nothing a model passes in its arguments
-approves anything.
+(an error block says so). Only an approval of a call these tools asked about, given
+through :meth:`SkillwardTools.approve`, is consent: an approval in the run's state alone
+(``always_approve`` included) approves no skill, and nothing a model passes in its
+arguments approves anything.
 
 Questions are kept in this object, so a run is resumed with the tools that asked (the
 same process); a call resumed elsewhere asks again. The tools run on the event loop of
