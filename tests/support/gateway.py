@@ -107,8 +107,17 @@ class Browser:
             form = {"nonce": nonce, "decision": self.decision}
             if self.form is not None:  # "NONCE" stands for the page's own
                 form = {k: nonce if v == "NONCE" else v for k, v in self.form.items()}
-            self.posts.append(await http.post(params.url, data=form))
+            self.posts.append(await http.post(params.url, data=form, headers=_origin(page)))
         return types.ElicitResult(action="accept")
+
+
+def _origin(page: httpx2.Response) -> dict[str, str]:
+    """The Origin a browser sends with the page's form (Fetch, "serializing a request
+    origin"): ``null`` under the page's referrer policy ``no-referrer``, else its own."""
+    if page.headers.get("referrer-policy", "").strip().lower() == "no-referrer":
+        return {"Origin": "null"}
+    url = page.url
+    return {"Origin": f"{url.scheme}://{url.netloc.decode('ascii')}"}
 
 
 def choose(decision: str) -> tuple[str, dict[str, Any]]:

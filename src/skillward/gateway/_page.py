@@ -58,7 +58,9 @@ _SECURITY_HEADERS = [
         b"frame-ancestors 'none'; base-uri 'none'",
     ),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    # Not no-referrer: under it a browser posts the page's form with "Origin: null"
+    # (Fetch), which the page refuses. The page loads nothing from anywhere else.
+    (b"referrer-policy", b"same-origin"),
     (b"cache-control", b"no-store"),
     (b"x-frame-options", b"DENY"),
 ]
