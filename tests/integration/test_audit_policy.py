@@ -88,3 +88,36 @@ async def test_with_a_key_store_that_works_the_same_load_goes_ahead_and_is_vouch
     trail.close()
     assert [e.event for e in read_events(path).events] == ["approval"]
     assert verify_trail(path, keys=MemoryKeys(keyring)).intact
+
+
+async def test_a_load_whose_approval_cannot_be_written_to_the_trail_uses_nothing(
+    tmp_path: Path, served: Served
+) -> None:
+    # The trail was fine at start-up; then its file could no longer be written.
+    dirs = PolicyDirs(tmp_path / "policy")
+    dirs.admin(REQUIRE)
+    path = tmp_path / "audit.jsonl"
+    trail = AuditTrail(path, keys=MemoryKeys(Keyring()))
+    config = HostConfig(local_dirs=())
+    with anyio.fail_after(WAIT):
+        async with SkillHost(
+            config=config, approver=Approving(), policy=dirs.load(), audit=trail
+        ) as host:
+            await host.connect(served.spec)
+            await host.activate("acme:plain")
+            host.deactivate("acme:plain")
+            trail.close()
+            path.unlink()
+            path.mkdir()  # what is at the trail's path can no longer be appended to
+            with pytest.raises(PolicyDenied) as refused:
+                await host.activate("acme:plain")
+            assert host.active() == []
+            assert "could not be written" in refused.value.message
+            # Nor does the next, refused before anything is fetched, until it can be.
+            with pytest.raises(PolicyDenied) as again:
+                await host.activate("acme:deploy")
+            assert "could not be written" in again.value.message
+            assert host.active() == []
+            path.rmdir()
+            await host.activate("acme:plain")
+            assert [a.record.name for a in host.active()] == ["plain"]

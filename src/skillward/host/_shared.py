@@ -51,6 +51,8 @@ from skillward.trust.policy import GrantKind, GrantMode, Policy, refusal
 __all__ = ["Shared"]
 
 logger = logging.getLogger("skillward")
+#: Decisions whose subject is used once recorded: under a tamper-evident trail, only then.
+_USED = frozenset({"approved", "granted", "allowed"})
 
 
 class Shared:
@@ -419,3 +421,14 @@ class Shared:
             scope=scope,
             via=via,
         )
+        unwritten = self.audit.unwritten
+        if unwritten is not None and decision in _USED and self.audit_rules.tamper_evident:
+            # What is approved or granted is used only once it is on record.
+            raise PolicyDenied(
+                f"refused by policy: skills load only with a tamper-evident audit trail, and "
+                f"this {event} could not be written to it: {unwritten}; rule "
+                f"{self.audit_rules.tamper_evident}",
+                server=label,
+                uri=record.key.locator,
+                hint="Make the audit file writable again (`skillward doctor` names it).",
+            )

@@ -348,6 +348,8 @@ class AuditTrail:
         self._keys = keys
         self._lock = threading.Lock()
         self._failed: str | None = None
+        #: Why the last event could not be written to the file, or None: it was.
+        self.unwritten: str | None = None
         self._head: _Head | None = None
         # The file this writer keeps open between events (see _opened), and its closer.
         self._kept: tuple[Path, int, weakref.finalize[[int], AuditTrail]] | None = None
@@ -437,6 +439,8 @@ class AuditTrail:
         file whose checkpoints the key store vouches for."""
         if self.path is None:
             return "it keeps no file (the host's AuditTrail was given no path)"
+        if self.unwritten is not None and not self._writable_again(self.path):
+            return f"its last event could not be written to its file ({self.unwritten})"
         why = self._keys_unavailable()
         if why is not None:
             return f"its checkpoints cannot be authenticated: {why}"
@@ -549,9 +553,23 @@ class AuditTrail:
                     self._write(path, body)
             except OSError as error:
                 self._write_failed(path, error)
+            else:
+                self.unwritten = None
+
+    def _writable_again(self, path: Path) -> bool:
+        """Whether the file takes a line again, after one could not be written: a
+        checkpoint is written to find out (it vouches for what is on file)."""
+        with self._lock:
+            try:
+                self._write(path, None)
+            except OSError:
+                return False
+            self.unwritten = None
+            return True
 
     def _write_failed(self, path: Path, error: OSError) -> None:
         reason = f"{path}: {error.strerror or error}"
+        self.unwritten = printable(reason, limit=500)
         if self._failed != reason:
             self._failed = reason
             logging.getLogger("skillward").warning(
