@@ -264,6 +264,56 @@ def test_the_start_of_the_oldest_file_cut_off_is_missing(tmp_path: Path) -> None
     assert verdict.broken.how == "missing"
 
 
+def test_a_file_cut_back_to_a_later_checkpoint_is_missing_its_start(tmp_path: Path) -> None:
+    # Every writer closes with a checkpoint: a file cut back to one must not pass for a
+    # file whose earlier files were rotated away, whose first line opened it.
+    keyring = Keyring()
+    path = tmp_path / "audit.jsonl"
+    for _ in range(3):
+        written(path, keyring, 3)
+    rows = lines(path)
+    assert b'"opens":true' in rows[0]
+    closing = next(i for i, row in enumerate(rows) if i and row.startswith(b'{"checkpoint":'))
+    assert b'"opens"' not in rows[closing]
+    save(path, rows[closing:])
+    verdict = verify_trail(path, keys=MemoryKeys(keyring))
+    assert verdict.broken is not None
+    assert verdict.broken.how == "missing"
+    assert verdict.broken.n == number_of(rows[closing]) - 1
+    assert not any("rotated away" in note for note in verdict.notes)
+    # Nor can the cut be dressed up as an opening: the checkpoint's code says it was not.
+    dressed = rows[closing].replace(b'{"checkpoint":', b'{"opens":true,"checkpoint":', 1)
+    save(path, [dressed, *rows[closing + 1 :]])
+    forged = verify_trail(path, keys=MemoryKeys(keyring))
+    assert forged.broken is not None
+
+
+def test_a_file_rotated_in_before_openings_were_marked_still_verifies(tmp_path: Path) -> None:
+    # A checkpoint coded as skillward wrote them before: the file it opens is accepted.
+    keyring = Keyring()
+    keys = MemoryKeys(keyring)
+    key = keys.key(create=True)
+    assert key is not None
+    prev = "0" * 64
+    rows: list[bytes] = []
+    for n in range(5, 8):
+        if n in (5, 7):
+            code = checkpoint_code(key, n, prev)
+            body = checkpoint_body(code, 1.0)
+        else:
+            body = json.dumps({"event": "approval", "time": 1.0}).encode()
+        row = chain_line(body, n, prev)
+        rows.append(row)
+        prev = line_hash(row)
+    path = tmp_path / "audit.jsonl"
+    save(path, rows)
+    verdict = verify(
+        [Source(path.name, path.read_bytes())], key=key, counter=counter_text(7, rows[-1])
+    )
+    assert verdict.broken is None, verdict.broken
+    assert any("rotated away" in note for note in verdict.notes)
+
+
 def test_a_last_line_cut_in_the_middle_is_truncated(tmp_path: Path) -> None:
     keyring = Keyring()
     path = tmp_path / "audit.jsonl"

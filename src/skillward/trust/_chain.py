@@ -71,6 +71,9 @@ __all__ = [
 #: How a trail's line begins when it is a checkpoint.
 CHECKPOINT = b'{"checkpoint":'
 _DOMAIN = b"skillward-audit/1\n"
+#: The codes that also say whether their checkpoint opens its file: a trail cut back to
+#: a later checkpoint cannot pass for one whose earlier files were rotated away.
+_DOMAIN_FILES = b"skillward-audit/2\n"
 _SUFFIX = re.compile(rb',"n":([1-9][0-9]{0,17}),"prev":"([0-9a-f]{64})"\}\Z')
 _CODE = re.compile(rb'\{"checkpoint":(null|"([0-9a-f]{64})")[,}]')
 _COUNTER = re.compile(r"([1-9][0-9]{0,17}) ([0-9a-f]{64})\Z")
@@ -89,21 +92,33 @@ def chain_line(body: bytes, n: int, prev: str) -> bytes:
     return b'%s,"n":%d,"prev":"%s"}' % (body[:-1], n, prev.encode("ascii"))
 
 
-def checkpoint_code(key: bytes, n: int, prev: str, after: str | None = None) -> str:
+def checkpoint_code(
+    key: bytes, n: int, prev: str, after: str | None = None, *, opens: bool | None = None
+) -> str:
     """The code of the checkpoint that is line ``n``, after a line hashing to ``prev``,
-    written when the key store's counter was ``after``."""
-    message = _DOMAIN + b"%d %s" % (n, prev.encode("ascii"))
+    written when the key store's counter was ``after``. ``opens``: whether it is the first
+    line of its file, which the code covers (None: the code of a checkpoint written before
+    codes said so, which only a trail's verification computes)."""
+    domain = _DOMAIN if opens is None else _DOMAIN_FILES
+    message = domain + b"%d %s" % (n, prev.encode("ascii"))
     if after is not None:
         message += b" after " + after.encode("ascii")
+    if opens is not None:
+        message += b" opens" if opens else b" follows"
     return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
-def checkpoint_body(code: str | None, time: float, after: str | None = None) -> bytes:
+def checkpoint_body(
+    code: str | None, time: float, after: str | None = None, *, opens: bool = False
+) -> bytes:
     """A checkpoint's text before it is chained (``code`` None: written without a key;
-    ``after``: the key store's counter when it was written, if it held one)."""
+    ``after``: the key store's counter when it was written, if it held one; ``opens``: it
+    is the first line of its file)."""
     fields: dict[str, object] = {"checkpoint": code}
     if after is not None:
         fields["after"] = after
+    if opens:
+        fields["opens"] = True
     fields["time"] = time
     return json.dumps(fields, separators=(",", ":")).encode()
 
@@ -146,6 +161,8 @@ class _Checkpoint:
     code: str | None
     #: The key store's counter when it was written (``N HASH``), if it held one.
     after: str | None
+    #: Whether it says it is the first line of its file (its code says whether it is).
+    opens: bool = False
 
 
 def _checkpoint(body: bytes) -> _Checkpoint | None:
@@ -159,7 +176,10 @@ def _checkpoint(body: bytes) -> _Checkpoint | None:
     after = fields.get("after")
     if after is not None and (not isinstance(after, str) or _COUNTER.match(after) is None):
         return None
-    return _Checkpoint(fields["checkpoint"], after)
+    opens = fields.get("opens", False)
+    if not isinstance(opens, bool):
+        return None
+    return _Checkpoint(fields["checkpoint"], after, opens)
 
 
 # --- verifying ------------------------------------------------------------------------------
@@ -326,6 +346,8 @@ class _State:
     vouched: int | None = None
     #: Events after the newest checkpoint that authenticates (or all, with none).
     uncovered: int = 0
+    #: The checkpoint the trail begins with, when its earlier files are gone.
+    rotated_start: _Row | None = None
 
     def run(self) -> TrailBreak | None:
         previous: _Row | None = None
@@ -389,6 +411,7 @@ class _State:
             return None
         first_of_file = row.number == 1 + len(held)
         if current.checkpoint and first_of_file:
+            self.rotated_start = row  # its code says whether it opened its file
             self.walk.notes.append(
                 f"the lines before {current.n} were rotated away (only the current file and "
                 "the one before it are kept)"
@@ -477,8 +500,20 @@ class _State:
             return None
         if self.key is None:
             return None
-        expected = checkpoint_code(self.key, current.n, current.prev, found.after)
-        if not hmac.compare_digest(code, expected):
+        says = checkpoint_code(self.key, current.n, current.prev, found.after, opens=found.opens)
+        legacy = checkpoint_code(self.key, current.n, current.prev, found.after)
+        if hmac.compare_digest(code, says):
+            if row is self.rotated_start and not found.opens:
+                # A file's first line, not written as one: the lines before it were cut.
+                self.walk.notes.pop()  # not rotated away after all
+                return TrailBreak(
+                    "missing",
+                    current.n - 1,
+                    where,
+                    f"the trail begins at line {current.n} of the chain ({where}), a "
+                    "checkpoint that did not open its file: the lines before it were removed",
+                )
+        elif not hmac.compare_digest(code, legacy):
             return TrailBreak(
                 "unauthenticated",
                 current.n,

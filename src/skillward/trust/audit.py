@@ -502,7 +502,7 @@ class AuditTrail:
             self._warned.add(message)
             logging.getLogger("skillward").warning("%s", printable(message, limit=1000))
 
-    def _checkpoint(self, n: int, prev: str) -> bytes:
+    def _checkpoint(self, n: int, prev: str, *, opens: bool = False) -> bytes:
         """The text of the checkpoint that is line ``n`` (lock held): its code, and the key
         store's counter as it finds it, so a trail cut short before it stays found after
         this writer moves the counter on. Without a usable key: no code, and no counter."""
@@ -517,8 +517,8 @@ class AuditTrail:
                 why = error.message
             else:
                 if key is not None:
-                    code = checkpoint_code(key, n, prev, after)
-                    return checkpoint_body(code, self.clock(), after)
+                    code = checkpoint_code(key, n, prev, after, opens=opens)
+                    return checkpoint_body(code, self.clock(), after, opens=opens)
                 why = "the key store holds no key"
         if why not in self._warned:  # said by doctor, and when a policy requires it
             self._warned.add(why)
@@ -527,7 +527,7 @@ class AuditTrail:
                 "for nothing: %s",
                 printable(why, limit=1000),
             )
-        return checkpoint_body(None, self.clock())
+        return checkpoint_body(None, self.clock(), opens=opens)
 
     def _counter(self, n: int, line: bytes) -> None:
         """Move the key store's counter to the checkpoint that is line ``n`` (lock held)."""
@@ -662,15 +662,15 @@ class AuditTrail:
             lines.append(line)
             return line
 
-        def checkpoint() -> None:
+        def checkpoint(*, opens: bool = False) -> None:
             nonlocal signed, ends_checkpointed
-            line = add(self._checkpoint(n + 1, digest))
+            line = add(self._checkpoint(n + 1, digest, opens=opens))
             if not line.startswith(b'{"checkpoint":null'):
                 signed = (n, line)
             ends_checkpointed = True
 
         if size == 0 and locked:
-            checkpoint()  # a new file begins with a checkpoint (the chain's first, if new)
+            checkpoint(opens=True)  # a new file begins with one (the chain's first, if new)
         if body is not None:
             add(body)
             self._since += 1
