@@ -8,7 +8,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import html
+import os
 import re
+import shutil
 import urllib.parse
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -346,3 +348,61 @@ async def test_two_decisions_arriving_together_on_one_page_record_only_the_first
     assert answered.is_error
     assert meta(answered)["error"] == "ApprovalDenied"
     assert store.records() == []
+
+
+@asynccontextmanager
+async def running(pages: ApprovalPages) -> AsyncIterator[None]:
+    ready = anyio.Event()
+    async with anyio.create_task_group() as group:
+        group.start_soon(functools.partial(pages.run, on_ready=lambda url: ready.set()))
+        with anyio.fail_after(WAIT):
+            await ready.wait()
+        yield
+        group.cancel_scope.cancel()
+
+
+@pytest.mark.threat("T46")
+async def test_another_users_program_is_refused_the_page_and_its_decision() -> None:
+    # The port is open to every user, and the URL a browser was started with is on its
+    # command line for any of them to read.
+    asked: list[tuple[tuple[str, int], tuple[str, int]]] = []
+
+    def someone_else(peer: tuple[str, int], local: tuple[str, int]) -> bool:
+        asked.append((peer, local))
+        return False
+
+    pages = ApprovalPages(peers=someone_else)
+    async with running(pages):
+        page = pages.open(facts=FACTS, skill_md="s", changes=None)
+        async with httpx2.AsyncClient() as http:
+            shown = await http.get(page.url)
+            posted = await http.post(page.url, data={"nonce": page.nonce, "decision": "remember"})
+    assert (shown.status_code, posted.status_code) == (403, 403)
+    assert "another user" in shown.text
+    assert page.decision is None
+    assert asked
+    assert all(local[0] == "127.0.0.1" for _, local in asked)
+
+
+@pytest.mark.threat("T46")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None or not os.path.exists("/proc/net/tcp"),
+    reason="runs a request as another user: needs root, setpriv and /proc/net/tcp",
+)
+async def test_a_request_from_another_uid_is_refused_by_what_the_kernel_lists() -> None:
+    pages = ApprovalPages()
+    async with running(pages):
+        page = pages.open(facts=FACTS, skill_md="s", changes=None)
+        port = page.url.split("/approve/")[0].rsplit(":", 1)[1]
+        path = "/approve/" + page.url.split("/approve/")[1]
+        request = (
+            f"GET {path} HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nConnection: close\\r\\n\\r\\n"
+        )
+        script = f'exec 3<>/dev/tcp/127.0.0.1/{port}; printf "{request}" >&3; cat <&3'
+        argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "bash", "-c", script]
+        with anyio.fail_after(WAIT):
+            other = await anyio.run_process(argv, check=False)
+        async with httpx2.AsyncClient() as http:
+            mine = await http.get(page.url)
+    assert other.stdout.startswith(b"HTTP/1.1 403"), other.stdout[:200]
+    assert mine.status_code == 200

@@ -37,6 +37,7 @@ from skillward.edge._listen import (
     one_loopback_host,
     serve_asgi,
 )
+from skillward.edge._peers import SameUser, same_user
 from skillward.gateway._approval import CHOICES, approval_message
 from skillward.trust.pending import ApprovalFacts
 
@@ -127,10 +128,18 @@ class Page:
 class ApprovalPages:
     """The one-time pages, and the loopback server that serves them (:meth:`run`)."""
 
-    def __init__(self, *, lifetime: float = 600.0, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        *,
+        lifetime: float = 600.0,
+        clock: Callable[[], float] = time.time,
+        peers: SameUser = same_user,
+    ) -> None:
         self._pages: dict[str, Page] = {}
         self._lifetime = lifetime
         self._clock = clock
+        # Whose browser is asking: the port is open to every user, the URL on a command line.
+        self._peers = peers
         self._base: str | None = None
         self._origin: bytes | None = None
 
@@ -201,6 +210,10 @@ class ApprovalPages:
             return
         if any(origin != self._origin for origin in origins):
             await _answer(send, 403, b"requests from other web pages are refused")
+            return
+        client, server = scope.get("client"), scope.get("server")
+        if client is None or server is None or self._peers(client, server) is False:
+            await _answer(send, 403, b"requests from another user's programs are refused")
             return
         path = scope.get("path", "")
         page = None
