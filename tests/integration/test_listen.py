@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import socket
+from typing import Any
 
 import anyio
 import pytest
 
-from skillward.edge._listen import listen
+from skillward.edge._listen import listen, serve_asgi
 
 pytestmark = pytest.mark.anyio
 
@@ -48,3 +50,35 @@ async def test_a_connection_accepted_on_the_port_sends_small_writes_at_once(host
     finally:
         server.close()
         await server.wait_closed()
+
+
+async def hello(scope: Any, receive: Any, send: Any) -> None:
+    if scope["type"] != "http":
+        return
+    if scope["path"] == "/slow":
+        await anyio.sleep(1.0)  # longer than the connection had to send its request
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"hello"})
+
+
+@pytest.mark.threat("T66")
+async def test_a_connection_that_never_sends_a_whole_request_is_closed() -> None:
+    # Held open, each would keep a file descriptor until the server had none left.
+    sock = listen("127.0.0.1", 0)
+    async with anyio.create_task_group() as group:
+        serve = functools.partial(serve_asgi, hello, sock, host="127.0.0.1", lifespan=False)
+        url = await group.start(functools.partial(serve, request_seconds=0.3))
+        port = int(url.rsplit(":", 1)[1])
+        with anyio.fail_after(10):
+            async with await anyio.connect_tcp("127.0.0.1", port) as partial:
+                await partial.send(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                with pytest.raises((anyio.EndOfStream, anyio.BrokenResourceError)):
+                    await partial.receive()  # nothing comes, then the end
+            async with await anyio.connect_tcp("127.0.0.1", port) as whole:
+                await whole.send(b"GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                answer = b""
+                while b"hello" not in answer:
+                    answer += await whole.receive()
+        assert answer.startswith(b"HTTP/1.1 200")  # a request in progress is never cut
+        group.cancel_scope.cancel()
+    sock.close()

@@ -8,6 +8,7 @@ caller is cancelled.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import re
@@ -18,6 +19,7 @@ from typing import Any
 import anyio
 import uvicorn
 from anyio.abc import TaskStatus
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from skillward.core.errors import UsageError
 
@@ -73,6 +75,45 @@ def listen(host: str, port: int) -> socket.socket:
     return socket.socket(bound.family, bound.type, socket.IPPROTO_TCP, fileno=bound.detach())
 
 
+#: Seconds a connection has to send a whole request's headers, from when it opens or its
+#: last response ended; then it is closed. uvicorn's own keep-alive timer starts only
+#: after a response, and any byte stops it: a client that sends part of a request and
+#: then nothing would hold its connection (and a file descriptor) for ever.
+REQUEST_SECONDS = 10.0
+#: Connections and requests served at once; past it, uvicorn answers 503.
+MAX_CONNECTIONS = 512
+
+
+class _Bounded(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol, with ``seconds`` to send each request."""
+
+    seconds = REQUEST_SECONDS
+    _deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        self._deadline = self.loop.call_later(self.seconds, self._too_slow)
+
+    def _too_slow(self) -> None:
+        cycle = self.cycle
+        if cycle is None or cycle.response_complete:  # no request came whole in time
+            self.transport.close()
+
+
 class _Server(uvicorn.Server):
     """uvicorn's server, leaving signals to the command that runs it: it stops when its
     task is cancelled (``should_exit``, below), never on a signal handler of its own,
@@ -91,21 +132,25 @@ async def serve_asgi(
     path: str = "",
     lifespan: bool = True,
     grace: int = 5,
+    request_seconds: float = REQUEST_SECONDS,
     task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``app`` on ``sock`` (bound to ``host``) until cancelled.
 
     Start it with ``TaskGroup.start`` to get its URL (``path`` appended) once it listens.
     Cancelled, open streams get ``grace`` seconds to finish. The socket stays the caller's
-    to close.
+    to close. A connection that sends no whole request within ``request_seconds`` of
+    opening (or of its last response) is closed.
     """
     config = uvicorn.Config(
         app,
         interface="asgi3",
+        http=type("_BoundedHere", (_Bounded,), {"seconds": request_seconds}),
         log_level="warning",
         lifespan="on" if lifespan else "off",
         access_log=False,
         timeout_graceful_shutdown=grace,
+        limit_concurrency=MAX_CONNECTIONS,
     )
     http = _Server(config)
     port = sock.getsockname()[1]
