@@ -571,3 +571,48 @@ def test_a_writer_chains_on_from_a_last_line_longer_than_its_first_look_at_the_e
     assert number_of(rows[-1]) == number_of(rows[-2]) + 1
     verdict = verify_trail(path, keys=MemoryKeys(keyring))
     assert verdict.intact, verdict.broken
+
+
+class HeldCounter(MemoryKeys):
+    """A key store whose counter answers only once ``released`` is set (a keyring over
+    D-Bus can take longer than a writer waits for the trail's lock)."""
+
+    def __init__(self, keyring: Keyring) -> None:
+        super().__init__(keyring)
+        self.hold = False
+        self.entered = threading.Event()
+        self.released = threading.Event()
+
+    def counter(self) -> str | None:
+        if self.hold:
+            self.entered.set()
+            assert self.released.wait(timeout=30)
+        return super().counter()
+
+
+def test_a_writer_that_gave_up_waiting_for_the_lock_keeps_one_chain_with_the_holder(
+    tmp_path: Path,
+) -> None:
+    keyring = Keyring()
+    path = tmp_path / "audit.jsonl"
+    slow = HeldCounter(keyring)
+    holder = AuditTrail(path, keys=slow, limits=Limits(audit_checkpoint_events=2))
+    other = AuditTrail(path, keys=MemoryKeys(keyring))
+    holder.record("approval", "approved", label="x", reason="r")
+    slow.hold = True
+    # The holder's next event is due a checkpoint: it asks the key store with the lock held.
+    writing = threading.Thread(
+        target=lambda: holder.record("approval", "approved", label="a", reason="r")
+    )
+    writing.start()
+    assert slow.entered.wait(timeout=30)
+    other.record("approval", "approved", label="b", reason="r")  # gives up on the lock
+    slow.released.set()
+    writing.join(timeout=30)
+    slow.hold = False
+    holder.close()
+    other.close()
+    numbers = [number_of(row) for row in lines(path)]
+    assert numbers == list(range(1, len(numbers) + 1))
+    verdict = verify_trail(path, keys=MemoryKeys(keyring))
+    assert verdict.intact, verdict.broken

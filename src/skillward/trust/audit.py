@@ -502,10 +502,11 @@ class AuditTrail:
             self._warned.add(message)
             logging.getLogger("skillward").warning("%s", printable(message, limit=1000))
 
-    def _checkpoint(self, n: int, prev: str, *, opens: bool = False) -> bytes:
-        """The text of the checkpoint that is line ``n`` (lock held): its code, and the key
-        store's counter as it finds it, so a trail cut short before it stays found after
-        this writer moves the counter on. Without a usable key: no code, and no counter."""
+    def _material(self) -> tuple[bytes | None, str | None, str]:
+        """The key to code a checkpoint with and the key store's counter as it finds it
+        (so a trail cut short before the checkpoint stays found after this writer moves
+        the counter on); without a usable key, None and why. The key store may be slow
+        (a keyring over D-Bus): this is asked before the chain's end is read."""
         keys = self._provider()
         why = keys.unavailable()
         self._keys_checked = True
@@ -517,9 +518,25 @@ class AuditTrail:
                 why = error.message
             else:
                 if key is not None:
-                    code = checkpoint_code(key, n, prev, after, opens=opens)
-                    return checkpoint_body(code, self.clock(), after, opens=opens)
+                    return key, after, ""
                 why = "the key store holds no key"
+        return None, None, why
+
+    def _checkpoint(
+        self,
+        n: int,
+        prev: str,
+        *,
+        opens: bool = False,
+        material: tuple[bytes | None, str | None, str] | None = None,
+    ) -> bytes:
+        """The text of the checkpoint that is line ``n`` (lock held): its code and the
+        counter (``material``, from :meth:`_material`). Without a usable key: no code,
+        and no counter."""
+        key, after, why = material if material is not None else self._material()
+        if key is not None:
+            code = checkpoint_code(key, n, prev, after, opens=opens)
+            return checkpoint_body(code, self.clock(), after, opens=opens)
         if why not in self._warned:  # said by doctor, and when a policy requires it
             self._warned.add(why)
             logging.getLogger("skillward").info(
@@ -650,6 +667,25 @@ class AuditTrail:
             self._head = _Head(file, size + len(data), n, line_hash(line))
             self._since += 1
             return
+        self._chain_checkpointed(fd, file, path, body, locked=locked, at=(size, n, digest, newline))
+
+    def _chain_checkpointed(
+        self,
+        fd: int,
+        file: tuple[int, int],
+        path: Path,
+        body: bytes | None,
+        *,
+        locked: bool,
+        at: tuple[int, int, str, bool],
+    ) -> None:
+        """:meth:`_chain` with the checkpoints due (``at``: the file's size, and the
+        chain's end in it as read)."""
+        size, n, digest, newline = at
+        material = None
+        if locked:
+            material, size, end = self._before_checkpoint(fd, size, path, (n, digest, newline))
+            n, digest, newline = end
         lines: list[bytes] = []
         signed: tuple[int, bytes] | None = None  # the last checkpoint with a code
         ends_checkpointed = False
@@ -664,7 +700,7 @@ class AuditTrail:
 
         def checkpoint(*, opens: bool = False) -> None:
             nonlocal signed, ends_checkpointed
-            line = add(self._checkpoint(n + 1, digest, opens=opens))
+            line = add(self._checkpoint(n + 1, digest, opens=opens, material=material))
             if not line.startswith(b'{"checkpoint":null'):
                 signed = (n, line)
             ends_checkpointed = True
@@ -690,6 +726,18 @@ class AuditTrail:
         if ends_checkpointed:
             self._since = 0
             self._checkpointed = time.monotonic()
+
+    def _before_checkpoint(
+        self, fd: int, size: int, path: Path, end: tuple[int, str, bool]
+    ) -> tuple[tuple[bytes | None, str | None, str], int, tuple[int, str, bool]]:
+        """What a checkpoint is coded with, asked of the key store first, and then the
+        chain's end as the file has it now. The key store may take longer than another
+        writer waits for the lock (``_LOCK_WAIT``), after which it writes without it: an
+        ``end`` read before the key store was asked could be the one that writer chained
+        on, and two lines would have one number."""
+        material = self._material()
+        now = os.fstat(fd).st_size
+        return material, now, end if now == size else self._tail(fd, now, path)
 
     def _due(self, pending: int = 0) -> bool:
         """Whether a checkpoint is due after the events recorded since the last one (and
