@@ -103,6 +103,20 @@ def test_a_tool_is_on_the_screen_whole_before_it_is_granted(tmp_path: Path, tool
 
 @pytest.mark.threat("T14")
 @pytest.mark.threat("T26")
+def test_keys_typed_before_a_question_is_drawn_answer_nothing(tmp_path: Path) -> None:
+    skills = serve_skills(tmp_path, 'allowed-tools: "Read Bash"\n')
+    screen = load(tmp_path, skills)
+    screen.send("o")  # typed ahead, before anything was shown
+    screen.send("g")
+    approval = screen.expect(ASKS)
+    assert "approve once" in approval
+    screen.send("d")
+    assert screen.finish() == 3
+    assert not (tmp_path / "out.json").read_text().strip().startswith('{"loaded"')
+
+
+@pytest.mark.threat("T14")
+@pytest.mark.threat("T26")
 def test_tools_too_long_to_show_whole_are_not_offered_and_the_screen_says_why(
     tmp_path: Path,
 ) -> None:

@@ -115,6 +115,14 @@ def test_the_prompt_says_what_the_skill_asks_for_and_where_it_is_from() -> None:
         ("d\n", Decision.DENY, Scope.ONCE),
         ("\n", Decision.DENY, Scope.ONCE),
         ("", Decision.DENY, Scope.ONCE),
+        ("remember\n", Decision.APPROVE, Scope.REMEMBER),
+        ("Once\n", Decision.APPROVE, Scope.ONCE),
+        # Only the key or its whole word: a refusal that starts with a key approves nothing.
+        ("reject\n", Decision.DENY, Scope.ONCE),
+        ("skip\n", Decision.DENY, Scope.ONCE),
+        ("oh no\n", Decision.DENY, Scope.ONCE),
+        ("sure\n", Decision.DENY, Scope.ONCE),
+        ("reject\nd\n", Decision.DENY, Scope.ONCE),
     ],
 )
 async def test_the_person_at_the_terminal_decides_and_no_is_the_default(

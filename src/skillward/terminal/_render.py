@@ -7,7 +7,9 @@ and reading one choice.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO, TextIO
@@ -154,17 +156,40 @@ def to_devnull(stream: IO[str]) -> None:
             os.close(devnull)
 
 
+#: The word a choice's text names with its key in bold: ``[bold]r[/bold]emember``.
+_CHOICE_WORD = re.compile(r"\[bold\](\w)\[/bold\](\w*)")
+
+
 def choose(console: Console, stdin: TextIO, choices: dict[str, str], default: str) -> str:
-    """One key of ``choices`` read from ``stdin``. Enter and end of input mean ``default``
-    (always the refusal); anything not offered is asked again."""
+    """One key of ``choices`` read from ``stdin``: the key itself, or the whole word its
+    text names (``remember``), in any case. Enter and end of input mean ``default``
+    (always the refusal); anything else (``reject`` is not ``r``) is asked again. What
+    was typed before the question is drawn is dropped: nobody answered it yet."""
     offered = ", ".join(choices.values())
+    words: dict[str, str] = {}
+    for key, text in choices.items():
+        named = _CHOICE_WORD.search(text)
+        if named is not None and named.group(1).lower() == key:
+            words[(named.group(1) + named.group(2)).lower()] = key
     while True:
+        _drop_typed_ahead(stdin)
         console.print(f"{offered}? [dim]({default})[/dim]: ", end="", soft_wrap=False)
         line = stdin.readline()
         if not line:
             console.print()
             return default
-        answer = line.strip().lower()[:1] or default
+        answer = line.strip().lower() or default
         if answer in choices:
             return answer
+        if answer in words:
+            return words[answer]
         console.print(f"Please answer one of: {', '.join(choices)}.")
+
+
+def _drop_typed_ahead(stdin: TextIO) -> None:
+    """Discard what a terminal holds that was typed before the question (POSIX only)."""
+    with contextlib.suppress(ImportError, OSError, ValueError, io.UnsupportedOperation):
+        if stdin.isatty():
+            import termios  # noqa: PLC0415 - POSIX only
+
+            termios.tcflush(stdin.fileno(), termios.TCIFLUSH)
