@@ -65,6 +65,19 @@ def test_commas_and_brackets_inside_strings_are_not_values() -> None:
     assert oversized(data, SMALL) is None
 
 
+@pytest.mark.threat("T43")
+@pytest.mark.parametrize(
+    "tail",
+    [b'"' + b'\\"' * 2000, b'"' + b'\\\\\\"' * 2000, b'""' * 2000, b'"x",' * 2000 + b'"'],
+    ids=["unclosed-escaped-quotes", "escaped-backslashes", "empty-strings", "one-unclosed"],
+)
+def test_strings_are_taken_out_in_one_pass_whatever_they_hold(tail: bytes) -> None:
+    # Values enough to need the exact count, then strings that once took the square of
+    # their length to take out (bench/bench_message_caps.py times them).
+    data = b"[" + b"0," * 100 + tail
+    assert _nodes(data, 0) == 101 + tail.count(b'",')
+
+
 def test_many_tiny_values_are_refused_though_the_message_is_small() -> None:
     data = b'{"x": [' + b",".join([b"[]"] * 100) + b"]}"
     assert len(data) < SMALL.message_bytes
