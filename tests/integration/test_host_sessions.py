@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -35,16 +36,17 @@ from skillward.core.errors import (
     UsageError,
 )
 from skillward.edge.servers import InMemoryTransport, ServerSpec, StdioTransport
-from skillward.host.skillhost import SkillHost
-from skillward.serve.catalog import example_skills_dir
-from skillward.serve.server import build_skills_server
+from skillward.host.skillhost import HostConfig, SkillHost
+from skillward.serve.catalog import SkillCatalog, example_skills_dir
+from skillward.serve.server import build_server, build_skills_server
 from skillward.trust._store import FileApprovalStore
-from skillward.trust.approvals import Scope
+from skillward.trust.approvals import Answer, Decision, Grants, Scope
 from skillward.trust.book import ApprovalBook
 from tests.support.approvals import Scripted, yes
 from tests.support.doubles import Approving, CrossOrigin, Execution
 from tests.support.hostile import HostileState, build_hostile_server, build_hostile_tree
 from tests.support.keys import MemoryKeys
+from tests.support.trees import skill_md, write
 
 pytestmark = pytest.mark.anyio
 
@@ -298,6 +300,47 @@ async def test_disconnecting_a_server_ends_its_activations_in_every_session(
         await w.b.host.disconnect("hostile")  # any session acts for the host
         for s in (w.a, w.b):
             assert [a.record.origin.label for a in s.host.active()] == ["trusted"]
+
+
+@pytest.mark.threat("T34")
+async def test_a_load_in_flight_when_its_server_is_disconnected_never_begins(
+    tmp_path: Path,
+) -> None:
+    # The server answers the read just as the host disconnects it: the load must not
+    # land in the window after its server's activations were ended everywhere.
+    root = tmp_path / "skills"
+    write(root, "s/SKILL.md", skill_md("s", "Asks for a tool", "allowed-tools: Bash\n"))
+    seen, release = anyio.Event(), anyio.Event()
+    server = build_server(SkillCatalog.from_directory(root))
+
+    async def held(ctx: Any, call_next: Any) -> Any:
+        if ctx.method == "resources/read":
+            seen.set()
+            await release.wait()
+        return await call_next(ctx)
+
+    server.middleware.append(held)
+    async with SkillHost(config=HostConfig(local_dirs=())) as host:
+        granted = Answer(Decision.APPROVE, Scope.ONCE, Grants(tools=("Bash",)))
+        session = host.session(approver=ApprovalBook(Scripted([granted])))
+        await host.connect(ServerSpec(label="acme", transport=InMemoryTransport(server=server)))
+        failed: list[BaseException] = []
+
+        async def load() -> None:
+            try:
+                await session.activate("s")
+            except ServerDisconnected as error:
+                failed.append(error)
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as group:
+                group.start_soon(load)
+                await seen.wait()
+                release.set()
+                await host.disconnect("acme")
+        assert session.active() == []
+        assert session.granted_tools() == ()
+        assert len(failed) == 1
 
 
 @pytest.mark.threat("T34")

@@ -403,6 +403,10 @@ class Activator:
             verified=not entry.is_dynamic,
             unverifiable=entry.is_dynamic,
         )
+        if self._shared.connections.get(label) is not connection or not connection.alive:
+            # Disconnected while this load waited (the server, or the block's build): its
+            # activations were ended in every session, and this one must not begin after.
+            raise self._shared.connections.disconnected(connection, entry.uri)
         requested = request.requested_tools
         return Activation(
             record,
