@@ -10,7 +10,9 @@ it.
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import logging
 import os
 import signal
 import sys
@@ -35,12 +37,14 @@ from skillward.core.errors import (
     SkillNotActive,
     UsageError,
 )
+from skillward.core.origins import SkillKey
 from skillward.edge.servers import InMemoryTransport, ServerSpec, StdioTransport
 from skillward.host.skillhost import HostConfig, SkillHost
 from skillward.serve.catalog import SkillCatalog, example_skills_dir
 from skillward.serve.server import build_server, build_skills_server
 from skillward.trust._store import FileApprovalStore
-from skillward.trust.approvals import Answer, Decision, Grants, Scope
+from skillward.trust.approvals import Answer, Change, Decision, Grants, Scope
+from skillward.trust.audit import AuditEvent
 from skillward.trust.book import ApprovalBook
 from tests.support.approvals import Scripted, yes
 from tests.support.doubles import Approving, CrossOrigin, Execution
@@ -192,6 +196,85 @@ async def test_a_skill_found_changed_in_one_session_is_revoked_in_every_session(
             await one.read_file("rotating", "notes.md")
         # Were the first version served again, the second session would ask again too.
         assert await book_two.held(request) is None
+
+
+class HeldRevocation(ApprovalBook):
+    """A book whose revocation waits for ``release`` (a store another process holds)."""
+
+    def __init__(self) -> None:
+        super().__init__(Scripted())
+        self.entered, self.release = anyio.Event(), anyio.Event()
+
+    async def revoke(self, key: SkillKey, *, reason: str, change: Change | None = None) -> None:
+        self.entered.set()
+        await self.release.wait()
+        await super().revoke(key, reason=reason, change=change)
+
+
+@pytest.mark.threat("T9")
+async def test_a_revocation_reaches_every_session_though_the_read_that_found_it_is_cancelled(
+    tmp_path: Path,
+) -> None:
+    second = Scripted([yes(Scope.SESSION)])
+    async with world(tmp_path) as w:
+        one = w.host.session(approver=ApprovalBook(Scripted([yes(Scope.SESSION)])))
+        held = HeldRevocation()
+        between = w.host.session(approver=held)  # held: a session dropped is no member
+        book_two = ApprovalBook(second)
+        two = w.host.session(approver=book_two)
+        request = await two.approval_request("rotating")
+        await two.activate("rotating")
+        await one.activate("rotating")
+        reading = anyio.CancelScope()
+
+        async def read() -> None:
+            with reading, contextlib.suppress(SkillChanged):
+                await one.read_file("rotating", "notes.md")
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(read)
+            await held.entered.wait()
+            reading.cancel()  # the caller's deadline, while another session's store waits
+            held.release.set()
+        assert await book_two.held(request) is None
+        assert between.active() == []
+
+
+@pytest.mark.threat("T9")
+async def test_a_failed_verification_is_recorded_though_the_refresh_after_it_is_cancelled(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    build_hostile_tree(tmp_path / "hostile")
+    server, _ = build_hostile_server(tmp_path / "hostile")
+    asked, release = anyio.Event(), anyio.Event()
+
+    async def stall_refresh(ctx: Any, call_next: Any) -> Any:
+        if ctx.method == "skills/get":
+            asked.set()
+            await release.wait()
+        return await call_next(ctx)
+
+    server.middleware.append(stall_refresh)
+    spec = ServerSpec(label="hostile", transport=InMemoryTransport(server=server))
+    with caplog.at_level(logging.INFO, logger="skillward"), anyio.fail_after(30):
+        async with SkillHost(approver=Approving()) as host:
+            await host.connect(spec)
+            reading = anyio.CancelScope()
+
+            async def load() -> None:
+                with reading, contextlib.suppress(DigestMismatch):
+                    await host.activate("wrong-digest")
+                    await host.read_file("wrong-digest", "ref/guide.md")
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(load)
+                await asked.wait()
+                reading.cancel()
+            release.set()
+    events: list[AuditEvent] = [getattr(r, "audit") for r in caplog.records if hasattr(r, "audit")]
+    failures = [e for e in events if e.event == "verification_failure"]
+    assert len(failures) == 1
+    assert failures[0].reason.startswith("DigestMismatch")
 
 
 @pytest.mark.threat("T16")

@@ -453,6 +453,9 @@ class Activator:
         except SkillwardError:
             self._failed(record, pinned, error, changed=False)
             raise error from None
+        except BaseException:  # cancelled before the refresh said whether it changed
+            self._failed(record, pinned, error, changed=False)
+            raise
         moved = (
             entry_content(fresh) != entry_content(pinned) or fresh.frontmatter != pinned.frontmatter
         )

@@ -116,10 +116,13 @@ class Shared:
         return list(self._members)
 
     async def revoke(self, key: SkillKey, *, reason: str) -> None:
-        """Revoke what every session's approver holds for ``key`` (the skill changed)."""
+        """Revoke what every session's approver holds for ``key`` (the skill changed):
+        every one, even when the caller is cancelled meanwhile (a deadline on the read
+        that found the change must not leave the sessions after it approved)."""
         approvers = list({id(a): a for a in self._members.values()}.values())
-        for approver in approvers:
-            await revoke_approval(approver, key, reason=reason)
+        with anyio.CancelScope(shield=True):
+            for approver in approvers:
+                await revoke_approval(approver, key, reason=reason)
 
     # --- lifecycle --------------------------------------------------------------------
 
