@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
 
 import pytest
@@ -206,3 +207,33 @@ def test_narrow_terminals_wrap_references_instead_of_cutting_them() -> None:
     long_ref = "a-server-label:acme/billing/refunds-and-more"
     term.catalog([CatalogItem(long_ref, "refunds", "d", rec.origin)], [long_ref], [], [])
     assert "…" not in out.getvalue()
+
+
+@pytest.mark.threat("T26")
+@pytest.mark.parametrize("width", [20, 30, 36, 40, 60, 100])
+def test_every_files_path_size_and_digest_is_shown_whole_at_any_width(width: int) -> None:
+    uri = "skill://acme/refunds/SKILL.md"
+    files = {"SKILL.md": 1, "scripts/run.sh": 3_000_000, "references/a-long-file-name.md": 20}
+    resources = [
+        {"uri": uri.removesuffix("SKILL.md") + path, "digest": DIGEST, "size": n}
+        for path, n in files.items()
+    ]
+    entry = parse_entry(
+        {
+            "uri": uri,
+            "frontmatter": {"name": "refunds", "description": "Refund policy"},
+            "resources": resources,
+        }
+    )
+    rec = SkillRecord.from_entry(Origin("mcp", "acme"), entry)
+    term, _, _ = terminal()
+    text = shown(TerminalApprover(term), Question(ActivationRequest(rec)), width)
+    flat = "".join(text.split())
+    for shown_size in ("1B", "2.9MiB", "20B"):
+        assert shown_size in flat, (width, text)
+    assert flat.count("sha256:aaaaaaaaaaaa") == len(files)
+    # A path folded in its column goes on under the size and digest beside it.
+    paths = "".join(re.sub(r"[0-9.]+ (?:B|KiB|MiB)|sha256:a{12}", "", text).split())
+    for path in files:
+        assert path in paths, (width, text)
+    assert "…" not in text

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO, TextIO
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -117,21 +117,53 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def file_table(files: Sequence[FileFact], path_column: str, *, compact: bool = False) -> Table:
+#: Columns a file's path keeps, at least, beside its size and digest; a terminal too
+#: narrow for that gets each file on lines of its own instead (nothing is ever cropped).
+_PATH_COLUMNS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class FileTable:
     """Every file of a (not dynamic) skill, in order (``file_facts`` sorts them): its path
-    from the skill root, its size and a short digest."""
-    title = f"{plural(len(files), 'file')}, {size(sum(file.size for file in files))}"
-    table = (
-        Table(title=title, title_justify="left", box=None, padding=(0, 2, 0, 0))
-        if compact
-        else Table(title=title)
-    )
-    table.add_column(path_column, overflow="fold")
-    table.add_column("size", justify="right", no_wrap=True)
-    table.add_column("digest", no_wrap=True)
-    for file in files:
-        table.add_row(exact(file.path), size(file.size), short_digest(file.digest))
-    return table
+    from the skill root, its size and a short digest, as a table where the terminal has
+    room for one; else each file's path on a line of its own (folded, never cut), its
+    size and digest on the next."""
+
+    files: Sequence[FileFact]
+    path_column: str
+    compact: bool = False
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        title = f"{plural(len(self.files), 'file')}, {size(sum(f.size for f in self.files))}"
+        rows = [(exact(f.path), size(f.size), short_digest(f.digest)) for f in self.files]
+        sizes = max((len(row[1]) for row in rows), default=4)
+        digests = max((len(row[2]) for row in rows), default=6)
+        frame = 4 if self.compact else 10  # the gaps between columns, or the box's lines
+        if options.max_width >= _PATH_COLUMNS + sizes + digests + frame:
+            yield self._table(title, rows)
+            return
+        yield Text(title)
+        for path, shown_size, digest in rows:
+            yield Text.from_markup(path, overflow="fold")
+            yield Text(f"  {shown_size}  {digest}", overflow="fold")
+
+    def _table(self, title: str, rows: list[tuple[str, str, str]]) -> Table:
+        table = (
+            Table(title=title, title_justify="left", box=None, padding=(0, 2, 0, 0))
+            if self.compact
+            else Table(title=title)
+        )
+        table.add_column(self.path_column, overflow="fold", min_width=_PATH_COLUMNS)
+        table.add_column("size", justify="right", no_wrap=True)
+        table.add_column("digest", no_wrap=True)
+        for row in rows:
+            table.add_row(*row)
+        return table
+
+
+def file_table(files: Sequence[FileFact], path_column: str, *, compact: bool = False) -> FileTable:
+    """:class:`FileTable` of ``files``."""
+    return FileTable(files, path_column, compact)
 
 
 class SafeConsole(Console):
