@@ -129,9 +129,15 @@ def test_load_json_gives_the_same_block_as_json(tmp_path: Path) -> None:
     assert block["origin"]["label"] == "examples"
 
 
-def test_load_with_no_terminal_exits_3_naming_commands_that_exist(tmp_path: Path) -> None:
-    result = run("load", "refunds", "--no-local", "--server", EXAMPLES, home=tmp_path)
-    assert result.returncode == 3
+@pytest.mark.parametrize("closed", [False, True], ids=["piped", "closed-stdin"])
+def test_load_with_no_terminal_exits_3_naming_commands_that_exist(
+    tmp_path: Path, closed: bool
+) -> None:
+    # With descriptor 0 closed (<&-) Python has no sys.stdin at all: still no terminal.
+    prefix = ("/bin/sh", "-c", 'exec "$@" <&-', "sh") if closed else ()
+    args = ("load", "refunds", "--no-local", "--server", EXAMPLES)
+    result = run(*args, home=tmp_path, prefix=prefix)
+    assert result.returncode == 3, result.stderr
     assert result.stdout == ""
     error, hint = result.stderr.strip().splitlines()
     assert error.endswith("cannot ask for approval: there is no terminal to ask at")

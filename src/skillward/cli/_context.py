@@ -148,11 +148,12 @@ def policy_in_force(
     """The policy in force for this command. With no one to ask, "prompt" is deny: no
     terminal, unless the command itself is the person's answer (``approve --yes``), or
     unless the command says who asks (``headless``: the gateway asks through the host)."""
+    from skillward.terminal._render import interactive
     from skillward.trust._policyload import load_policy
 
     if headless is None:
         answered = args is not None and bool(getattr(args, "yes", False))
-        headless = not sys.stdin.isatty() and not answered
+        headless = not interactive(sys.stdin) and not answered
     return load_policy(
         headless=headless,
         report=lambda text: terminal.note(f"policy: {text}"),

@@ -37,6 +37,7 @@ from skillward.core.errors import (
 )
 from skillward.edge._dirs import runtime_dir
 from skillward.edge._usersocket import Peer, exchange, remove_stale, sockets
+from skillward.terminal._render import interactive
 from skillward.terminal.prompts import Terminal, TerminalApprover
 from skillward.trust._socketwire import (
     SOCKET_PREFIX,
@@ -189,7 +190,7 @@ def _one(found: list[Found], ref: str, terminal: Terminal) -> Found:
     if len(found) == 1:
         return found[0]
     shown = [item.describe() for item in found]
-    if len(found) > 9 or not sys.stdin.isatty():
+    if len(found) > 9 or not interactive(sys.stdin):
         raise AmbiguousName(
             f"{len(found)} questions about {ref!r} wait in running gateways",
             candidates=[printable(line, limit=300) for line in shown],

@@ -310,7 +310,9 @@ def approvals_reset(args: argparse.Namespace, terminal: Terminal) -> int:
     _usable(kept.unavailable())
     trail = audit_trail()
     forgotten = len(kept.records())
-    if not args.yes and sys.stdin.isatty():
+    from skillward.terminal._render import interactive
+
+    if not args.yes and interactive(sys.stdin):
         question = f"Forget all {forgotten} remembered approvals, and use a new key from now on?"
         if not terminal.confirm(question):
             terminal.note("nothing was forgotten")

@@ -25,12 +25,14 @@ from skillward.trust.pending import FileFact
 
 __all__ = [
     "MARKS_NOTE",
+    "FileTable",
     "OriginSummary",
     "SafeConsole",
     "choose",
     "error_json",
     "exact",
     "file_table",
+    "interactive",
     "origin_heading",
     "origin_name",
     "plural",
@@ -216,6 +218,15 @@ def choose(console: Console, stdin: TextIO, choices: dict[str, str], default: st
         if answer in words:
             return words[answer]
         console.print(f"Please answer one of: {', '.join(choices)}.")
+
+
+def interactive(stdin: TextIO | None) -> bool:
+    """Whether a person can answer at ``stdin``: a terminal (not a pipe, not closed, not
+    missing: with descriptor 0 closed Python has no ``sys.stdin`` at all)."""
+    try:
+        return stdin is not None and stdin.isatty()
+    except ValueError:  # a closed file
+        return False
 
 
 def _drop_typed_ahead(stdin: TextIO) -> None:

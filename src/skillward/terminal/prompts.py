@@ -36,6 +36,7 @@ from skillward.terminal._render import (
     error_json,
     exact,
     file_table,
+    interactive,
     origin_heading,
     origin_name,
     plural,
@@ -371,9 +372,10 @@ class TerminalApprover(_AtTerminal):
         self._show(Rule("SKILL.md, verified; shown to you only, not to the model"))
         # Whole, however long a line (SKILL.md is bounded by Limits.max_skill_bytes): what
         # is approved is all of it.
+        # Each line behind a gutter: nothing in it can pass for the prompt's own lines.
         for line in text.splitlines():
-            self._show(Text(printable(line, limit=len(line)), overflow="fold"))
-        self._show(Rule())
+            self._show(Text("│ " + printable(line, limit=len(line)), overflow="fold"))
+        self._show(Rule("end of SKILL.md"))
 
     async def _scope(
         self,
@@ -394,6 +396,9 @@ class TerminalApprover(_AtTerminal):
             choice = await anyio.to_thread.run_sync(self._read, choices)
             if choice == "v" and viewer is not None:
                 await self._view(viewer)
+                # Asked again under what is approved, not under the end of SKILL.md.
+                self._show(Rule(heading))
+                self._show(shown)
                 continue
             return _SCOPES.get(choice)
 
@@ -416,7 +421,7 @@ class TerminalApprover(_AtTerminal):
         question, for ``skillward approve``): the prompt :meth:`ask` shows, offering the
         scopes ``facts`` offers; nothing but the approval is granted (no tool grant).
         With no terminal it raises NoTerminal."""
-        if not self.stdin.isatty():
+        if not interactive(self.stdin):
             raise NoTerminal(
                 NO_TERMINAL,
                 server=facts.origin_label,
@@ -430,7 +435,7 @@ class TerminalApprover(_AtTerminal):
     async def ask(self, questions: Sequence[Question]) -> list[Answer]:
         if not questions:
             return []
-        if not self.stdin.isatty():
+        if not interactive(self.stdin):
             first = questions[0].request
             # The command names the skill when there is one to name (its ref as prompts show it).
             ref = "REF"
@@ -491,7 +496,7 @@ class _TerminalGate(_AtTerminal):
     """Asks the person at the terminal about one gate decision; no terminal means deny."""
 
     async def _choose(self, choices: dict[str, str]) -> str:
-        if not self.stdin.isatty():
+        if not interactive(self.stdin):
             self.terminal.note("denied: no terminal to ask")
             return "d"
         return await anyio.to_thread.run_sync(choose, self.console, self.stdin, choices, "d")
