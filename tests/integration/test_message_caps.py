@@ -8,15 +8,26 @@ as resident memory in a client process of its own.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
 
-from skillward.core.errors import ResponseTooLarge, ServerDisconnected, SizeMismatch
+from skillward.core.errors import (
+    ResponseTooLarge,
+    ServerDisconnected,
+    SizeMismatch,
+    SkillwardError,
+    TransportError,
+)
 from skillward.edge.client import SkillsClient
 from skillward.edge.servers import HttpTransport, ServerSpec, StdioTransport
 from skillward.host.skillhost import SkillHost
@@ -125,3 +136,73 @@ async def test_a_large_file_within_the_caps_is_read_whole_over_http(
             block = await host.read_resource("h", "skill://big/assets/data.bin")
     assert block.verified
     assert block.size == len(data)
+
+
+@asynccontextmanager
+async def breaking_off() -> AsyncIterator[str]:
+    """A streamable HTTP peer on 127.0.0.1 that completes the handshake, then answers
+    every other request with a body cut short (its Content-Length promises more)."""
+    capabilities: dict[str, Any] = {
+        "resources": {},
+        "extensions": {"io.modelcontextprotocol/skills": {}},
+    }
+
+    async def serve(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            await answer(stream)
+
+    async def answer(stream: anyio.abc.SocketStream) -> None:
+        buffered = BufferedByteReceiveStream(stream)
+        with contextlib.suppress(
+            anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError
+        ):
+            while True:
+                head = await buffered.receive_until(b"\r\n\r\n", 65536)
+                fields = dict(
+                    line.split(":", 1) for line in head.decode().split("\r\n")[1:] if ":" in line
+                )
+                length = int(
+                    next((v for k, v in fields.items() if k.lower() == "content-length"), "0")
+                )
+                message = json.loads(await buffered.receive_exactly(length)) if length else {}
+                if "id" not in message:
+                    await stream.send(b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n")
+                    continue
+                if message["method"] == "initialize":
+                    result = {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": capabilities,
+                        "serverInfo": {"name": "breaks-off", "version": "1"},
+                    }
+                    body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
+                    data = body.encode()
+                    await stream.send(
+                        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                        b"content-length: %d\r\n\r\n%s" % (len(data), data)
+                    )
+                    continue
+                cut = json.dumps({"jsonrpc": "2.0", "id": message["id"]}).encode()[:-1]
+                await stream.send(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                    b"content-length: %d\r\n\r\n%s" % (len(cut) + 100, cut)
+                )
+                await stream.aclose()
+                return
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as group:
+        group.start_soon(listener.serve, serve)
+        yield f"http://127.0.0.1:{port}/mcp"
+        group.cancel_scope.cancel()
+
+
+@pytest.mark.threat("T34")
+async def test_an_http_server_that_breaks_off_its_answer_is_a_typed_error_naming_it() -> None:
+    async with breaking_off() as url:
+        spec = ServerSpec(label="cut", transport=HttpTransport(url=url), mode="legacy")
+        with anyio.fail_after(60), pytest.raises(SkillwardError) as failed:
+            async with SkillsClient.connect(spec) as client:
+                await client.list_skills()
+    assert failed.value.server == "cut"
+    assert isinstance(failed.value, TransportError | ServerDisconnected), failed.value

@@ -316,8 +316,16 @@ class SkillsClient:
                         raise
         except BaseException as error:
             if body_error is not None:
+                cancelled = anyio.get_cancelled_exc_class()
+                found = leaves(error)
+                if isinstance(body_error, cancelled) and error is not body_error and any(
+                    not isinstance(leaf, cancelled) for leaf in found
+                ):
+                    # The transport failed (a server that broke off its answer) and
+                    # cancelled the caller: that failure is what is said, as the server's.
+                    _reraise(error, server=spec.label, secrets=spec.secret_values(), faults=faults)
                 # The caller's own exception (perhaps wrapped by the SDK): never relabel it.
-                if error is body_error or body_error not in leaves(error):
+                if error is body_error or body_error not in found:
                     raise
                 raise body_error from None
             if handshake.cancel_called:
