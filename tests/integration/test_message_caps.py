@@ -21,6 +21,7 @@ import anyio.abc
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from skillward.core.config import Limits
 from skillward.core.errors import (
     ResponseTooLarge,
     ServerDisconnected,
@@ -206,3 +207,20 @@ async def test_an_http_server_that_breaks_off_its_answer_is_a_typed_error_naming
                 await client.list_skills()
     assert failed.value.server == "cut"
     assert isinstance(failed.value, TransportError | ServerDisconnected), failed.value
+
+
+@pytest.mark.threat("T11")
+async def test_a_server_flooding_requests_it_never_reads_the_answers_of_is_ended() -> None:
+    # Each request the client has not answered is a task in the SDK: without a bound,
+    # 150,000 of them held 2 GB before any deadline.
+    argv = [sys.executable, "-m", "tests.support.request_flood", "20000"]
+    transport = StdioTransport(
+        command=argv[0], args=tuple(argv[1:]), cwd=str(REPO_ROOT), stderr="discard"
+    )
+    spec = ServerSpec(label="flood", transport=transport, mode="legacy")
+    limits = Limits(operation_timeout=20, request_timeout=20)
+    with anyio.fail_after(60), pytest.raises(SkillwardError) as ended:
+        async with SkillsClient.connect(spec, limits=limits) as client:
+            await client.list_skills()
+    assert ended.value.server == "flood"
+    assert "requests the client has not answered" in ended.value.message

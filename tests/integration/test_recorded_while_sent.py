@@ -23,7 +23,7 @@ from skillward.core.errors import (
     ServerDisconnected,
     ServerRejected,
 )
-from skillward.edge._transport import _ToChild
+from skillward.edge._transport import Unanswered, _ToChild
 from skillward.edge.client import SkillsClient
 from skillward.edge.servers import ServerSpec
 from skillward.host.skillhost import SkillHost
@@ -123,7 +123,7 @@ async def test_a_server_that_stops_reading_ends_the_session_rather_than_leave_it
         assert process.stdout is not None
         with anyio.fail_after(30):
             assert b"closed" in await process.stdout.receive()
-            outgoing = _ToChild(process.stdin, sink)
+            outgoing = _ToChild(process.stdin, sink, Unanswered(64))
             ping = types.JSONRPCRequest(jsonrpc="2.0", id=1, method="ping")
             with pytest.raises(anyio.BrokenResourceError):
                 await outgoing.send(SessionMessage(ping))

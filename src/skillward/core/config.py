@@ -77,6 +77,10 @@ class Limits:
     #: ``,`` outside strings. Parsed, each costs up to about 70 bytes (300 on the SDK's
     #: HTTP path) whatever its size as text, so this bounds what one message can cost.
     max_message_nodes: int = 256 * 1024
+    #: Requests a server may have sent that the client has not answered yet (sampling,
+    #: elicitation, roots, pings): the SDK starts a task for each, and a server that
+    #: floods them while it reads none of the answers would have them pile up without end.
+    max_server_requests: int = 64
     #: Decoded bytes of one resource read (a single file can't exceed the skill cap).
     max_resource_bytes: int = SEP_MAX_SKILL_BYTES
     #: Overall deadline, in seconds, for one operation (the handshake, and a whole listing

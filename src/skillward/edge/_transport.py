@@ -163,17 +163,44 @@ def oversized(data: bytes, limits: Limits) -> SkillwardError | None:
 _LOG_SECONDS = 2.0
 
 
+class Unanswered:
+    """The server's requests the client has not answered yet (counted as they are read,
+    and as the answers are written), held to ``Limits.max_server_requests``."""
+
+    __slots__ = ("_count", "_limit")
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._count = 0
+
+    def asked(self) -> SkillwardError | None:
+        """One more request read; why the connection must end, if it is one too many."""
+        self._count += 1
+        if self._count <= self._limit:
+            return None
+        return InvalidResponse(
+            f"the server sent more than {self._limit} requests the client has not "
+            "answered yet (it reads none of the answers)"
+        )
+
+    def answered(self) -> None:
+        self._count = max(0, self._count - 1)
+
+
 async def read_lines(
     stdout: AsyncIterable[bytes],
     sink: MemoryObjectSendStream[SessionMessage | Exception],
     limits: Limits,
     faults: Faults,
     drained: anyio.Event,
+    *,
+    unanswered: Unanswered | None = None,
 ) -> None:
     """Each line the server writes, as a message for the session. A line past the caps
-    ends the stream (recorded in ``faults``) before it is whole or parsed. At the end of
-    the stream, the server's stderr gets a moment to reach its log (``drained``), so
-    whoever hears of the end can show why."""
+    ends the stream (recorded in ``faults``) before it is whole or parsed, and so does a
+    request past ``unanswered``'s bound. At the end of the stream, the server's stderr
+    gets a moment to reach its log (``drained``), so whoever hears of the end can show
+    why."""
     cap = limits.message_bytes
     parts: list[bytes] = []
     held = 0
@@ -196,6 +223,11 @@ async def read_lines(
                     message = _parse(line, limits, faults)
                     if message is None:
                         return
+                    if unanswered is not None and _is_request(message):
+                        refused = unanswered.asked()
+                        if refused is not None:
+                            faults.end(refused)
+                            return
                     del line
                     await sink.send(message)
                 held += len(chunk) - start
@@ -207,6 +239,10 @@ async def read_lines(
                 await drained.wait()
     except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
         return  # the session is gone, or the pipe broke: either way the stream ends
+
+
+def _is_request(message: SessionMessage | Exception) -> bool:
+    return isinstance(message, SessionMessage) and isinstance(message.message, types.JSONRPCRequest)
 
 
 def _parse(line: bytes, limits: Limits, faults: Faults) -> SessionMessage | Exception | None:
@@ -234,6 +270,7 @@ async def _read_stdout(
     sink: MemoryObjectSendStream[SessionMessage | Exception],
     limits: Limits,
     faults: Faults,
+    unanswered: Unanswered,
 ) -> None:
     """:func:`read_lines` over the server's stdout, while this task alone reads it: once
     it ends, the process's drain may (``Child.reading``)."""
@@ -241,7 +278,7 @@ async def _read_stdout(
         if stdout is None:  # the process is being stopped already
             sink.close()
             return
-        await read_lines(stdout, sink, limits, faults, child.drained)
+        await read_lines(stdout, sink, limits, faults, child.drained, unanswered=unanswered)
 
 
 #: What the task sending a request runs once the request is written (see :class:`AfterSend`).
@@ -282,22 +319,29 @@ class _ToChild:
     sender first waits (and :class:`AfterSend` work overlaps the server's)."""
 
     def __init__(
-        self, stdin: ByteSendStream, incoming: MemoryObjectSendStream[SessionMessage | Exception]
+        self,
+        stdin: ByteSendStream,
+        incoming: MemoryObjectSendStream[SessionMessage | Exception],
+        unanswered: Unanswered,
     ) -> None:
         self._stdin = stdin
         self._incoming = incoming
+        self._unanswered = unanswered
         self.closed = False
 
     async def send(self, item: SessionMessage, /) -> None:
         if self.closed:
             raise anyio.ClosedResourceError
-        text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+        message = item.message
+        text = message.model_dump_json(by_alias=True, exclude_unset=True)
         try:
             await self._stdin.send(text.encode("utf-8") + b"\n")
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as error:
             # The server stopped reading: end the session rather than leave requests waiting.
             self._incoming.close()
             raise anyio.BrokenResourceError from error
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            self._unanswered.answered()  # written: one of the server's requests answered
         after = _AFTER_SEND.get()
         if after is not None:
             after()
@@ -317,9 +361,10 @@ async def _pipes(child: Child, limits: Limits, faults: Faults) -> AsyncIterator[
     incoming_sink, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     stdin = child.process.stdin
     assert stdin is not None
-    outgoing = _ToChild(stdin, incoming_sink)
+    unanswered = Unanswered(limits.max_server_requests)
+    outgoing = _ToChild(stdin, incoming_sink, unanswered)
     async with anyio.create_task_group() as group:
-        group.start_soon(_read_stdout, child, incoming_sink, limits, faults)
+        group.start_soon(_read_stdout, child, incoming_sink, limits, faults, unanswered)
         try:
             yield incoming, outgoing
         finally:

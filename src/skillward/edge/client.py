@@ -318,8 +318,10 @@ class SkillsClient:
             if body_error is not None:
                 cancelled = anyio.get_cancelled_exc_class()
                 found = leaves(error)
-                if isinstance(body_error, cancelled) and error is not body_error and any(
-                    not isinstance(leaf, cancelled) for leaf in found
+                if (
+                    isinstance(body_error, cancelled)
+                    and error is not body_error
+                    and any(not isinstance(leaf, cancelled) for leaf in found)
                 ):
                     # The transport failed (a server that broke off its answer) and
                     # cancelled the caller: that failure is what is said, as the server's.
