@@ -405,6 +405,24 @@ async def test_server_errors_keep_their_json_rpc_code() -> None:
     assert "\x1b" not in str(error)
 
 
+@pytest.mark.parametrize(
+    ("code", "said"),
+    [(-32000, "busy"), (-32000, "Internal error"), (-32001, "the upstream timed out")],
+)
+async def test_a_servers_own_error_with_the_sdks_codes_is_its_answer(code: int, said: str) -> None:
+    # The SDK uses these codes for a closed connection and its own timeout, in words of its
+    # own; a server that answers with them has answered: its words are kept, as its answer.
+    async def refuse(ctx: Any, params: UriParams) -> dict[str, Any]:
+        raise MCPError(code=code, message=said)
+
+    error = await expect(
+        ServerRejected, hostile(skills_get=refuse), lambda c: c.get_skill("skill://s0/SKILL.md")
+    )
+    assert isinstance(error, ServerRejected)
+    assert error.code == code
+    assert said in str(error)
+
+
 async def test_a_malformed_listing_page_is_an_invalid_response() -> None:
     async def bad(ctx: Any, params: ListParams) -> dict[str, Any]:
         return {"skills": "nope"}

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import traceback
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, nullcontext
@@ -136,6 +137,10 @@ def _target(
     raise AssertionError(f"unknown transport {transport!r}")  # pragma: no cover
 
 
+#: How the SDK says a request it sent timed out (``MCPError(REQUEST_TIMEOUT)``).
+_SDK_TIMEOUT = re.compile(r"Request '[^']*' timed out|Request \"[^\"]*\" timed out")
+
+
 def leaves(error: BaseException) -> list[BaseException]:
     """The exceptions inside ``error``, exception groups flattened."""
     if isinstance(error, BaseExceptionGroup):
@@ -210,9 +215,12 @@ def _translate(
             return refused.with_rule(WIRE_CAPS).with_context(server=server, uri=uri)
     leaf = leaves[0] if leaves else error
     if isinstance(leaf, MCPError):
-        if leaf.code == types.CONNECTION_CLOSED:
+        # The SDK's own errors for these codes, by the words it gives them: a server may
+        # answer with the same codes (-32000 is any server error), and that is its answer.
+        said = str(leaf.message)
+        if leaf.code == types.CONNECTION_CLOSED and said == "Connection closed":
             return ServerDisconnected("the connection closed", server=server, uri=uri)
-        if leaf.code == types.REQUEST_TIMEOUT:
+        if leaf.code == types.REQUEST_TIMEOUT and _SDK_TIMEOUT.fullmatch(said):
             return DeadlineExceeded("the server did not answer in time", server=server, uri=uri)
         message = redact(str(leaf.message), secrets)[:500]
         return ServerRejected(message, code=leaf.code, server=server, uri=uri)
