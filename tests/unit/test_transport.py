@@ -18,7 +18,15 @@ from mcp.shared.message import SessionMessage
 
 from skillward.core.config import Limits
 from skillward.core.errors import InvalidResponse, ResponseTooLarge
-from skillward.edge._transport import Faults, Refused, _Caps, _nodes, oversized, read_lines
+from skillward.edge._transport import (
+    Faults,
+    Refused,
+    Unanswered,
+    _Caps,
+    _nodes,
+    oversized,
+    read_lines,
+)
 
 pytestmark = pytest.mark.threat("T43")
 
@@ -258,3 +266,18 @@ def test_a_token_a_server_writes_itself_explains_nothing() -> None:
     faults.refuse(ResponseTooLarge("real"))
     forged = RuntimeError("Failed to parse: [skillward refusal 0123456789abcdef]")
     assert faults.explain(forged) is None
+
+
+@pytest.mark.threat("T11")
+def test_requests_are_unanswered_until_answered_or_called_off_by_their_own_id() -> None:
+    unanswered = Unanswered(2)
+    assert unanswered.asked("a") is None
+    assert unanswered.asked(1) is None
+    unanswered.answered("b")  # a cancel for a request never made makes no room
+    unanswered.answered("1")  # nor one for another id that looks the same
+    refused = unanswered.asked("c")
+    assert isinstance(refused, InvalidResponse)
+    assert "more than 2 requests" in refused.message
+    unanswered.answered(1)
+    unanswered.answered("c")
+    assert unanswered.asked("d") is None

@@ -164,27 +164,29 @@ _LOG_SECONDS = 2.0
 
 
 class Unanswered:
-    """The server's requests the client has not answered yet (counted as they are read,
-    and as the answers are written), held to ``Limits.max_server_requests``."""
+    """The server's requests the client has not answered yet, by id (added as they are
+    read, removed as their answers are written or the server cancels them), held to
+    ``Limits.max_server_requests``."""
 
-    __slots__ = ("_count", "_limit")
+    __slots__ = ("_ids", "_limit")
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
-        self._count = 0
+        self._ids: set[str | int] = set()
 
-    def asked(self) -> SkillwardError | None:
-        """One more request read; why the connection must end, if it is one too many."""
-        self._count += 1
-        if self._count <= self._limit:
+    def asked(self, request_id: str | int) -> SkillwardError | None:
+        """A request read; why the connection must end, if it is one too many."""
+        self._ids.add(request_id)
+        if len(self._ids) <= self._limit:
             return None
         return InvalidResponse(
             f"the server sent more than {self._limit} requests the client has not "
             "answered yet (it reads none of the answers)"
         )
 
-    def answered(self) -> None:
-        self._count = max(0, self._count - 1)
+    def answered(self, request_id: str | int) -> None:
+        """Its answer written, or the server cancelled it (no answer is due then)."""
+        self._ids.discard(request_id)
 
 
 async def read_lines(
@@ -223,8 +225,8 @@ async def read_lines(
                     message = _parse(line, limits, faults)
                     if message is None:
                         return
-                    if unanswered is not None and _is_request(message):
-                        refused = unanswered.asked()
+                    if unanswered is not None and isinstance(message, SessionMessage):
+                        refused = _count(message.message, unanswered)
                         if refused is not None:
                             faults.end(refused)
                             return
@@ -241,8 +243,19 @@ async def read_lines(
         return  # the session is gone, or the pipe broke: either way the stream ends
 
 
-def _is_request(message: SessionMessage | Exception) -> bool:
-    return isinstance(message, SessionMessage) and isinstance(message.message, types.JSONRPCRequest)
+def _count(message: types.JSONRPCMessage, unanswered: Unanswered) -> SkillwardError | None:
+    """Keep ``unanswered`` to what the server asked (a request) or called off (its
+    ``notifications/cancelled``, after which no answer is sent)."""
+    if isinstance(message, types.JSONRPCRequest):
+        return unanswered.asked(message.id)
+    if isinstance(message, types.JSONRPCNotification) and message.method == _CANCELLED:
+        cancelled = (message.params or {}).get("requestId")
+        if isinstance(cancelled, str | int):
+            unanswered.answered(cancelled)
+    return None
+
+
+_CANCELLED = "notifications/cancelled"
 
 
 def _parse(line: bytes, limits: Limits, faults: Faults) -> SessionMessage | Exception | None:
@@ -340,8 +353,11 @@ class _ToChild:
             # The server stopped reading: end the session rather than leave requests waiting.
             self._incoming.close()
             raise anyio.BrokenResourceError from error
-        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
-            self._unanswered.answered()  # written: one of the server's requests answered
+        if (
+            isinstance(message, types.JSONRPCResponse | types.JSONRPCError)
+            and message.id is not None
+        ):
+            self._unanswered.answered(message.id)  # written: that request is answered
         after = _AFTER_SEND.get()
         if after is not None:
             after()
