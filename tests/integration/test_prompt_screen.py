@@ -116,6 +116,17 @@ def test_keys_typed_before_a_question_is_drawn_answer_nothing(tmp_path: Path) ->
 
 
 @pytest.mark.threat("T14")
+def test_ctrl_c_at_the_question_ends_the_command_and_approves_nothing(tmp_path: Path) -> None:
+    screen = load(tmp_path, serve_skills(tmp_path))
+    screen.expect(ASKS)
+    screen.child.sendintr()
+    assert screen.finish() == 130  # at once: no line is waited for
+    assert flat("interrupted: nothing more was done") in flat(screen.text())
+    assert "Traceback" not in screen.text()
+    assert (tmp_path / "out.json").read_text() == ""
+
+
+@pytest.mark.threat("T14")
 @pytest.mark.threat("T26")
 def test_tools_too_long_to_show_whole_are_not_offered_and_the_screen_says_why(
     tmp_path: Path,

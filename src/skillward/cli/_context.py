@@ -42,6 +42,8 @@ __all__ = [
 ]
 
 EXIT_OK = 0
+#: Ctrl-C: the shell's own code for SIGINT (128 + 2).
+EXIT_INTERRUPTED = 130
 #: ``policy check`` (or ``check``) found problems.
 EXIT_PROBLEMS = 1
 #: Documented in the README and docs/cli.md; the other codes are each error's own.

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from skillward.cli._context import EXIT_OK, close_trails
+from skillward.cli._context import EXIT_INTERRUPTED, EXIT_OK, close_trails
 from skillward.cli._parser import build_parser, merge_common
 from skillward.core.errors import SkillwardError, printable
 
@@ -61,6 +61,14 @@ def _main(argv: Sequence[str] | None) -> int:
         return error.exit_code
     except BrokenPipeError:
         return _output_closed()
+    except KeyboardInterrupt:
+        # Ctrl-C, at a prompt or anywhere: what was not answered is not approved.
+        if serve is not None or args.debug:
+            raise
+        said = terminal or _terminal(args)
+        said.err.print()  # off the line the question was on
+        said.note("interrupted: nothing more was done")
+        return EXIT_INTERRUPTED
 
 
 def _terminal(args: argparse.Namespace) -> Terminal:

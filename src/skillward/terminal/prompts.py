@@ -7,15 +7,18 @@ control, bidi and invisible characters before it reaches the terminal.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import sys
 import textwrap
+import threading
 import time
-from collections.abc import Mapping, Sequence
-from typing import TextIO
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TextIO
 
-import anyio.to_thread
+import anyio.from_thread
+import anyio.lowlevel
 from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.panel import Panel
@@ -301,6 +304,30 @@ _SCOPES = {"o": Scope.ONCE, "s": Scope.SESSION, "r": Scope.REMEMBER}
 NO_TERMINAL = "cannot ask for approval: there is no terminal to ask at"
 
 
+async def _typed(read: Callable[..., str], *args: Any) -> str:
+    """What the person types, read in a daemon thread: a cancelled or interrupted
+    question (Ctrl-C) ends at once, never waiting for a line nobody will type (a worker
+    thread of the event loop's would hold the process open until Enter)."""
+    token = anyio.lowlevel.current_token()
+    done = anyio.Event()
+    answer: list[str] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            answer.append(read(*args))
+        except BaseException as error:  # handed to the asking task, not lost in the thread
+            failed.append(error)
+        with contextlib.suppress(RuntimeError):  # the event loop is gone already
+            anyio.from_thread.run_sync(done.set, token=token)
+
+    threading.Thread(target=run, name="skillward prompt", daemon=True).start()
+    await done.wait()
+    if failed:
+        raise failed[0]
+    return answer[0]
+
+
 class _AtTerminal:
     """Something that asks the person at the terminal, on stderr."""
 
@@ -360,7 +387,7 @@ class TerminalApprover(_AtTerminal):
             lines.append(MARKS_NOTE)
         self._show(Text.from_markup("\n".join(lines), overflow="fold", emoji=False))
         choices = {"g": "[bold]g[/bold]rant these tools", "n": "[bold]n[/bold]o"}
-        choice = await anyio.to_thread.run_sync(choose, self.console, self.stdin, choices, "n")
+        choice = await _typed(choose, self.console, self.stdin, choices, "n")
         return Grants(tools=tools) if choice == "g" else Grants()
 
     async def _view(self, viewer: SkillMdViewer) -> None:
@@ -393,7 +420,7 @@ class TerminalApprover(_AtTerminal):
             choices.append("v")
         choices.append("d")
         while True:
-            choice = await anyio.to_thread.run_sync(self._read, choices)
+            choice = await _typed(self._read, choices)
             if choice == "v" and viewer is not None:
                 await self._view(viewer)
                 # Asked again under what is approved, not under the end of SKILL.md.
@@ -460,7 +487,7 @@ class TerminalApprover(_AtTerminal):
             choices.append("r")
         choices += ["e", "d"]
         self._show(Rule(f"approve all {total} skills?"))
-        choice = await anyio.to_thread.run_sync(self._read, choices)
+        choice = await _typed(self._read, choices)
         if choice in _SCOPES:
             # Tools are never granted in bulk: each skill that asks for them is asked apart.
             return [
@@ -499,7 +526,7 @@ class _TerminalGate(_AtTerminal):
         if not interactive(self.stdin):
             self.terminal.note("denied: no terminal to ask")
             return "d"
-        return await anyio.to_thread.run_sync(choose, self.console, self.stdin, choices, "d")
+        return await _typed(choose, self.console, self.stdin, choices, "d")
 
 
 class TerminalExecutionGate(_TerminalGate):
