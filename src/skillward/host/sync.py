@@ -160,7 +160,9 @@ class SyncSkillHost:
         """Disconnect every server (as :meth:`SkillHost.aclose`), then stop the event loop
         and its thread. Later calls raise UsageError; a second close does nothing. A
         session's close ends its acting window only. Raises UsageError from async code
-        (it never raises for a server that already died)."""
+        (it never raises for a server that already died). It waits for calls in flight,
+        one waiting on its approver for a person's answer included: never close from
+        the thread that answers."""
         _refuse_in_event_loop()
         with self._lock:
             portal, self._portal = self._portal, None
