@@ -220,6 +220,19 @@ def test_non_ascii_data_is_passed_on_as_json_escapes_meaning_the_same() -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.threat("T43")
+async def test_an_event_that_is_not_utf8_is_refused_rather_than_grown_sixfold() -> None:
+    # Each bad byte would pass on as \ufffd, six bytes: past the room the caps leave.
+    faults = Faults()
+    body = [b'data: {"x": "' + b"\xff" * 1000 + b'"}\n\n']
+    with pytest.raises(Refused) as info:
+        await fetch(body, SSE, SMALL, faults)
+    refused = faults.explain(RuntimeError(f"SSE stream failed: {info.value}"))
+    assert isinstance(refused, InvalidResponse)
+    assert "not UTF-8" in refused.message
+
+
+@pytest.mark.anyio
 async def test_an_event_past_the_byte_cap_is_refused_before_it_is_passed_on() -> None:
     faults = Faults()
     body = [b"data: [", b"1," * 5000, b"1]\n\n"]
