@@ -14,12 +14,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from skillward.core.errors import RememberUnavailable, StoreTampered
+from skillward.edge._local import LocalSkillDir
+from skillward.host.skillhost import HostConfig, SkillHost
 from skillward.trust._keyfile import FileKeyring, read_user_config, user_keys
 from skillward.trust._keys import OsKeyring
 from skillward.trust._store import FileApprovalStore
 from skillward.trust._userconfig import parse_user_config
 from skillward.trust.approvals import ApprovalRecord, Scope, record_for
-from tests.support.approvals import HTTP, make_entry
+from skillward.trust.audit import AuditTrail
+from skillward.trust.book import ApprovalBook
+from tests.support.approvals import HTTP, Scripted, make_entry
 from tests.support.keys import MemoryKeys
 from tests.support.policies import PolicyDirs
 
@@ -440,3 +444,31 @@ def test_a_policy_requiring_the_os_keyring_refuses_the_file_key_store_naming_bot
     assert f"{admin}:4" in refused
     assert "contact: IT" in refused
     assert "a key provider the host supplies" not in refused
+
+
+@pytest.mark.anyio
+async def test_a_skills_directory_a_host_adds_is_kept_apart_from_the_key_files(
+    machine: Machine,
+) -> None:
+    # --skills-dir pointing at (or above) the key directory: whatever writes skills there
+    # could replace the key, as with the default discovery paths.
+    store = FileApprovalStore(machine.store_path, keys=machine.keys(), clock=lambda: 0.0)
+    trail_keys = FileKeyring(
+        str(machine.root / "audit.jsonl"),
+        machine.directory,
+        discovery=[machine.skills],
+        workspace=machine.workspace,
+        prefix="audit",
+    )
+    trail = AuditTrail(machine.root / "audit.jsonl", keys=trail_keys)
+    assert store.keys.unavailable() is None  # checked once already, before the host
+    config = HostConfig(local_dirs=(LocalSkillDir("mine", machine.root / "state"),))
+    async with SkillHost(
+        config=config, approver=ApprovalBook(Scripted(), store=store), audit=trail
+    ):
+        for keys in (store.keys, trail_keys):
+            why = keys.unavailable()
+            assert why is not None
+            assert "overlaps the skill discovery path" in why
+    with pytest.raises(RememberUnavailable):
+        store.put(RECORD)

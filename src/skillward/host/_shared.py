@@ -234,8 +234,16 @@ class Shared:
         check_label(source.label)
         if source.label in self.connections:
             raise ConfigError(f"label {source.label!r} is already used by a server")
-        # A cache inside or around a discovery path turns itself off before anything is kept.
+        # A cache inside or around a discovery path turns itself off before anything is
+        # kept; a key store there refuses to hold a key.
         self.cache.isolate_from(source.path)
+        self.audit.isolate_from(source.path)
+        for approver in self._members.values():
+            store = getattr(approver, "store", None)  # an ApprovalBook's
+            keys = getattr(store, "keys", None)  # a FileApprovalStore's
+            isolate = getattr(keys, "isolate_from", None)  # the file key store's
+            if callable(isolate):
+                isolate(source.path)
         origin, records, declined, notes = discover(source, limits=self.limits)
         self.registry.set_origin(origin, records, declined)
         self.notes.extend(notes)

@@ -156,6 +156,15 @@ class FileKeyring(KeyItems):
 
     # --- the checks ---------------------------------------------------------------------
 
+    def isolate_from(self, directory: Path) -> None:
+        """Refuse the files, too, where they overlap ``directory``, a skill discovery path
+        a host added (``--skills-dir``): checked again on the next use."""
+        with self._lock:
+            if directory not in self._discovery:
+                self._discovery = (*self._discovery, directory)
+                if self.refusal is None:
+                    self._checked = False
+
     def unavailable(self) -> str | None:
         """Why the files cannot hold the key (checked once), or None when they can."""
         with self._lock:

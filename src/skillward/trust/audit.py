@@ -446,6 +446,15 @@ class AuditTrail:
             return f"its checkpoints cannot be authenticated: {why}"
         return None
 
+    def isolate_from(self, directory: Path) -> None:
+        """Keep the trail's key out of ``directory``, a skill discovery path a host added,
+        where the key store keeps it in files (the file key store's ``isolate_from``)."""
+        if self.path is None:
+            return
+        isolate = getattr(self._provider(), "isolate_from", None)
+        if callable(isolate):
+            isolate(directory)
+
     def export_status(self) -> dict[str, object] | None:
         """What the export has done (None: there is none): its URL, events delivered,
         held, dropped, and why the collector last failed."""
