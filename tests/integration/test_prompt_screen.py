@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -124,6 +125,13 @@ def test_ctrl_c_at_the_question_ends_the_command_and_approves_nothing(tmp_path: 
     assert flat("interrupted: nothing more was done") in flat(screen.text())
     assert "Traceback" not in screen.text()
     assert (tmp_path / "out.json").read_text() == ""
+
+
+@pytest.mark.threat("T14")
+def test_ctrl_c_given_to_another_thread_still_ends_the_question() -> None:
+    argv = [sys.executable, "-m", "tests.support.interrupt_elsewhere"]
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
+    assert done.stdout.strip() == "interrupted", done.stderr
 
 
 @pytest.mark.threat("T14")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shlex
+import signal
 import sys
 import textwrap
 import threading
@@ -304,6 +305,10 @@ _SCOPES = {"o": Scope.ONCE, "s": Scope.SESSION, "r": Scope.REMEMBER}
 NO_TERMINAL = "cannot ask for approval: there is no terminal to ask at"
 
 
+#: Seconds between the prompt's checks for a signal, while it waits for an answer.
+_SIGNAL_CHECK = 0.25
+
+
 async def _typed(read: Callable[..., str], *args: Any) -> str:
     """What the person types, read in a daemon thread: a cancelled or interrupted
     question (Ctrl-C) ends at once, never waiting for a line nobody will type (a worker
@@ -314,6 +319,10 @@ async def _typed(read: Callable[..., str], *args: Any) -> str:
     failed: list[BaseException] = []
 
     def run() -> None:
+        if hasattr(signal, "pthread_sigmask"):
+            # Ctrl-C is for the event loop's thread: delivered to this one, blocked in its
+            # read, it would wake nothing, and the loop would wait on for good.
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             answer.append(read(*args))
         except BaseException as error:  # handed to the asking task, not lost in the thread
@@ -322,7 +331,11 @@ async def _typed(read: Callable[..., str], *args: Any) -> str:
             anyio.from_thread.run_sync(done.set, token=token)
 
     threading.Thread(target=run, name="skillward prompt", daemon=True).start()
-    await done.wait()
+    while not done.is_set():
+        # Woken now and then: a Ctrl-C the kernel delivered to another thread of this
+        # process (a child watcher's, say) is only seen once the loop's thread runs.
+        with anyio.move_on_after(_SIGNAL_CHECK):
+            await done.wait()
     if failed:
         raise failed[0]
     return answer[0]
