@@ -17,6 +17,8 @@ from skillward.terminal.prompts import _typed
 
 
 def main() -> None:
+    # As a process started at a terminal has it, whatever this one inherited.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     quiet, _ = os.pipe()  # nobody ever answers
     reading = threading.Event()
 

@@ -9,6 +9,7 @@ or a right-to-left character does to the text is done to it there, as in a termi
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -21,6 +22,10 @@ __all__ = ["Screen", "flat"]
 def flat(text: str) -> str:
     """``text`` without its whitespace: what stays of it however the terminal wraps."""
     return "".join(text.split())
+
+
+def _interruptible() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 class Screen:
@@ -44,6 +49,9 @@ class Screen:
             dimensions=(50, columns),
             timeout=timeout,
             encoding="utf-8",
+            # As a shell at a terminal starts it: Ctrl-C not ignored, whatever this
+            # process inherited (a run in the background ignores it).
+            preexec_fn=_interruptible,
         )
         self.screen = pyte.Screen(columns, history)
         self._stream = pyte.Stream(self.screen)
