@@ -198,6 +198,21 @@ async def test_a_skill_found_changed_in_one_session_is_revoked_in_every_session(
         assert await book_two.held(request) is None
 
 
+def held_at(server: Any, method: str) -> tuple[anyio.Event, anyio.Event]:
+    """Hold ``server``'s answers to ``method`` until the second event is set; the first
+    is set once such a request arrives."""
+    arrived, release = anyio.Event(), anyio.Event()
+
+    async def hold(ctx: Any, call_next: Any) -> Any:
+        if ctx.method == method:
+            arrived.set()
+            await release.wait()
+        return await call_next(ctx)
+
+    server.middleware.append(hold)
+    return arrived, release
+
+
 class HeldRevocation(ApprovalBook):
     """A book whose revocation waits for ``release`` (a store another process holds)."""
 
@@ -246,15 +261,7 @@ async def test_a_failed_verification_is_recorded_though_the_refresh_after_it_is_
 ) -> None:
     build_hostile_tree(tmp_path / "hostile")
     server, _ = build_hostile_server(tmp_path / "hostile")
-    asked, release = anyio.Event(), anyio.Event()
-
-    async def stall_refresh(ctx: Any, call_next: Any) -> Any:
-        if ctx.method == "skills/get":
-            asked.set()
-            await release.wait()
-        return await call_next(ctx)
-
-    server.middleware.append(stall_refresh)
+    asked, release = held_at(server, "skills/get")
     spec = ServerSpec(label="hostile", transport=InMemoryTransport(server=server))
     with caplog.at_level(logging.INFO, logger="skillward"), anyio.fail_after(30):
         async with SkillHost(approver=Approving()) as host:
@@ -393,16 +400,8 @@ async def test_a_load_in_flight_when_its_server_is_disconnected_never_begins(
     # land in the window after its server's activations were ended everywhere.
     root = tmp_path / "skills"
     write(root, "s/SKILL.md", skill_md("s", "Asks for a tool", "allowed-tools: Bash\n"))
-    seen, release = anyio.Event(), anyio.Event()
     server = build_server(SkillCatalog.from_directory(root))
-
-    async def held(ctx: Any, call_next: Any) -> Any:
-        if ctx.method == "resources/read":
-            seen.set()
-            await release.wait()
-        return await call_next(ctx)
-
-    server.middleware.append(held)
+    seen, release = held_at(server, "resources/read")
     async with SkillHost(config=HostConfig(local_dirs=())) as host:
         granted = Answer(Decision.APPROVE, Scope.ONCE, Grants(tools=("Bash",)))
         session = host.session(approver=ApprovalBook(Scripted([granted])))

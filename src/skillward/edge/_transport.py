@@ -513,10 +513,11 @@ class _CappedEvents(_Held):
                 if nodes > most:
                     raise self._caps.faults.refuse(_too_many(limits))
                 if not line.isascii() and line.startswith(b"data:"):
-                    if not _is_utf8(line):
+                    try:
+                        line = _NON_ASCII_RE.sub(_json_escape, line)  # noqa: PLW2901
+                    except UnicodeDecodeError:
                         # Escaped, each bad byte would be six: past what the caps allow for.
-                        raise self._caps.faults.refuse(_not_utf8())
-                    line = _NON_ASCII_RE.sub(_json_escape, line)  # noqa: PLW2901
+                        raise self._caps.faults.refuse(_not_utf8()) from None
                 if len(line) < _BATCH:
                     out += (line, b"\n")
                     continue
@@ -542,17 +543,10 @@ _NON_ASCII_RE = re.compile(rb"[\x80-\xff]+")
 
 
 def _json_escape(run: re.Match[bytes]) -> bytes:
-    # UTF-8 (checked first): at most three times its length escaped.
+    # Strict: every byte of a character is in one run, so a run that does not decode is
+    # not UTF-8. What does is at most three times its length escaped.
     text = run.group().decode("utf-8")
     return json.dumps(text).encode("ascii")[1:-1]
-
-
-def _is_utf8(line: bytes) -> bool:
-    try:
-        line.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def _not_utf8() -> InvalidResponse:

@@ -441,5 +441,6 @@ class Shared:
                 f"{self.audit_rules.tamper_evident}",
                 server=label,
                 uri=record.key.locator,
-                hint="Make the audit file writable again (`skillward doctor` names it).",
+                hint="Make the audit file writable again (its path is above): loads resume "
+                "once a line can be written to it.",
             )

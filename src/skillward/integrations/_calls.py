@@ -240,36 +240,41 @@ class SkillCalls:
             return self._error(error, pending.request.record.origin)
 
     def _changed(self, pending: PendingApproval, asked: _Asked) -> str:
-        request = pending.request
-        key = request.key
-        self.host.audit.record(
-            "denial",
-            "denied",
-            reason=f"not approved: {CHANGED}",
-            label=key.origin,
-            identity=request.identity,
-            skill_uri=key.locator,
-            content_hash=asked.question.content_hash,
-            gate="activation",
-            via=self._via,
+        return self._not_loaded(
+            pending,
+            asked,
+            CHANGED,
+            StaleAnswer,
+            f"call {self.tools.read_skill} again to ask about it as it is now",
         )
-        error = StaleAnswer(
-            f"loading skill {pending.facts.ref!r} was not approved: {CHANGED}, so nothing "
-            f"was loaded; call {self.tools.read_skill} again to ask about it as it is now",
-            server=key.origin,
-            uri=key.locator,
-        )
-        return self.host.error_block(error, request.record.origin).text()
 
     def _unanswered(self, pending: PendingApproval, asked: _Asked) -> str:
         """The framework approved the call, but nobody answered its question here: the
-        person was not shown this skill's facts, so nothing loads (recorded as a denial)."""
+        person was not shown this skill's facts, so nothing loads."""
+        return self._not_loaded(
+            pending,
+            asked,
+            NOT_ANSWERED,
+            ApprovalError,
+            f"call {self.tools.read_skill} again to ask the person",
+        )
+
+    def _not_loaded(
+        self,
+        pending: PendingApproval,
+        asked: _Asked,
+        why: str,
+        kind: type[ApprovalError],
+        then: str,
+    ) -> str:
+        """An approval from the framework that loads nothing (``why``): recorded as a
+        denial of the content asked about, and told the model as a ``kind`` block."""
         request = pending.request
         key = request.key
         self.host.audit.record(
             "denial",
             "denied",
-            reason=f"not approved: {NOT_ANSWERED}",
+            reason=f"not approved: {why}",
             label=key.origin,
             identity=request.identity,
             skill_uri=key.locator,
@@ -277,9 +282,9 @@ class SkillCalls:
             gate="activation",
             via=self._via,
         )
-        error = ApprovalError(
-            f"loading skill {pending.facts.ref!r} was not approved: {NOT_ANSWERED}, so "
-            f"nothing was loaded; call {self.tools.read_skill} again to ask the person",
+        error = kind(
+            f"loading skill {pending.facts.ref!r} was not approved: {why}, so nothing was "
+            f"loaded; {then}",
             server=key.origin,
             uri=key.locator,
         )

@@ -536,8 +536,7 @@ class _Reader:
             # A deny entry that cannot be read denied something: its list's strictest
             # setting stands in for it. Elsewhere a bad entry only narrows what it allows.
             denying = strictest if strictest is not None and strictest[1] else None
-            bad_line: int | None = None
-            unread = False
+            unread: list[int | None] = []  # the lines of deny entries that could not be read
             for index, entry in enumerate(raw):
                 line = lines[index]
                 try:
@@ -550,15 +549,14 @@ class _Reader:
                     self.warn(
                         path, f"{shown} is not valid ({_reason(error)}); {denying[2]}", line=line
                     )
-                    if not unread:
-                        unread, bad_line = True, line
+                    unread.append(line)
                     continue
                 if line is not None:
                     self.lines[(*path, len(kept) - 1)] = line
                 self._advise(path, f"{key}: entry {index + 1}", kept[-1], line)
             clean[name] = tuple(kept)
             if denying is not None and unread:
-                self._strictest(clean, table, denying, bad_line)
+                self._strictest(clean, table, denying, unread[0])
             return
         try:
             clean[name] = _adapter(item).validate_python(raw)

@@ -586,6 +586,9 @@ class AuditTrail:
         """Whether the file takes a line again, after one could not be written: a
         checkpoint is written to find out (it vouches for what is on file)."""
         with self._lock:
+            # A checkpoint is due (it covers the events that could not be written), so
+            # one is written even when none was recorded since the last.
+            self._since = max(self._since, 1)
             try:
                 self._write(path, None)
             except OSError:
