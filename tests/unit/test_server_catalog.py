@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import gc
 import os
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -302,6 +305,29 @@ def test_decorator_registers_skill_directories_at_their_skill_paths(tmp_path: Pa
     assert server.extensions == {"io.modelcontextprotocol/skills": {"directoryRead": True}}
 
 
+@pytest.mark.threat("T10")
+def test_a_registered_folder_reached_through_a_link_is_served_but_no_link_below_it(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path, "real/refunds/SKILL.md", skill_md("refunds"))
+    write(tmp_path, "outside/secret.md", b"secret")
+    os.symlink(tmp_path / "real", tmp_path / "checkout")
+    os.symlink(tmp_path / "outside", tmp_path / "real" / "refunds" / "more")
+    skills = SkillsServer(name="acme-skills")
+
+    @skills.skill("refunds")
+    def refunds() -> Path:
+        return tmp_path / "checkout" / "refunds"
+
+    @skills.skill("gone")
+    def gone() -> Path:
+        return tmp_path / "nowhere"
+
+    catalog = skills.catalog()
+    assert list(catalog.files) == ["skill://refunds/SKILL.md"]
+    assert [r.skill_path for r in catalog.refusals if r.message.startswith("refused")] == ["gone"]
+
+
 def test_bundled_examples_are_all_servable() -> None:
     catalog = SkillCatalog.from_directory(example_skills_dir())
     assert catalog.problems == []
@@ -366,3 +392,49 @@ def test_a_frontmatter_of_a_name_and_description_alone_is_bounded_as_a_host_boun
         checked = _HostChecked.from_directory(tmp, limits=limits)
     assert list(served.skills) == list(checked.skills)
     assert bool(served.skills) is (28 + 1 + length <= size)
+
+
+_SWAPPER = """
+import os, sys
+tree, outside, stop, ready = sys.argv[1:]
+folders = sorted(os.path.join(tree, name, "references") for name in os.listdir(tree))
+open(ready, "w").close()
+while not os.path.exists(stop):
+    for folder in folders:
+        os.rename(folder, folder + ".real")
+        os.symlink(outside, folder)
+        os.unlink(folder)
+        os.rename(folder + ".real", folder)
+"""
+
+
+@pytest.mark.threat("T10", "T65")
+def test_a_folder_swapped_for_a_link_while_the_tree_is_read_serves_nothing_from_outside(
+    tmp_path: Path,
+) -> None:
+    # Another process swaps each skill's references/ for a link out of the tree, and back,
+    # as fast as it can, while the tree is scanned and read again and again.
+    outside = tmp_path / "outside"
+    write(outside, "guide.md", b"the secret outside the tree\n")
+    tree = tmp_path / "tree"
+    for index in range(40):
+        write(tree, f"s{index:02}/SKILL.md", skill_md(f"s{index:02}"))
+        write(tree, f"s{index:02}/references/guide.md", b"the skill's own guide\n")
+    stop, ready = tmp_path / "stop", tmp_path / "ready"
+    argv = [str(tree), str(outside), str(stop), str(ready)]
+    swapper = subprocess.Popen([sys.executable, "-c", _SWAPPER, *argv])
+    try:
+        waited_until = time.monotonic() + 30
+        while not ready.exists() and swapper.poll() is None and time.monotonic() < waited_until:
+            os.sched_yield()
+        assert ready.exists(), "the swapping process did not start"
+        served_whole = 0
+        for _ in range(150):
+            catalog = SkillCatalog.from_directory(tree)
+            assert all(b"secret" not in f.data for f in catalog.files.values())
+            served_whole += sum(len(skill.files) == 2 for skill in catalog.skills.values())
+        assert served_whole  # the race was run: skills were read whole between the swaps
+    finally:
+        stop.touch()
+        swapper.wait(timeout=30)
+    assert swapper.returncode == 0

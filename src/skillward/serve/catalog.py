@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import mimetypes
+import os
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -33,8 +34,10 @@ from skillward.edge._tree import (
     FileTooLarge,
     Listings,
     TreeLimits,
+    descend,
     encode_segment,
     find_skill_dirs,
+    open_directory,
     read_regular_file,
     walk_files,
 )
@@ -179,18 +182,30 @@ class SkillCatalog:
         # Each directory is listed once: the skills' own walks reuse the scan's listings.
         listings: Listings = {}
         try:
-            # The operator chose this tree, so the walk may be large; it is still bounded.
-            found, notes = find_skill_dirs(root, limits=_SERVE_TREE, keep=listings)
-        except (OSError, OverflowError) as exc:
+            # Every folder below is opened through its parent's descriptor, from here: a
+            # folder swapped for a link while the tree is read is never followed.
+            top = open_directory(root)
+        except OSError as exc:
             self.problems.append(f"{root}: cannot scan: {exc}")
             self.refusals.append(Refusal(str(root), f"cannot scan: {exc}"))
             return
-        self._noted(notes)
-        read = []
-        for parts, directory in found:
-            # A tree whose root is itself a skill publishes it under the root's name.
-            skill_path = "/".join(parts or (root.name,))
-            read.append(self._read(skill_path, directory, skill_path not in unlisted, listings))
+        try:
+            try:
+                # The operator chose this tree, so the walk may be large; it is still bounded.
+                found, notes = find_skill_dirs(root, at=top, limits=_SERVE_TREE, keep=listings)
+            except (OSError, OverflowError) as exc:
+                self.problems.append(f"{root}: cannot scan: {exc}")
+                self.refusals.append(Refusal(str(root), f"cannot scan: {exc}"))
+                return
+            self._noted(notes)
+            read = []
+            for parts, directory in found:
+                # A tree whose root is itself a skill publishes it under the root's name.
+                skill_path = "/".join(parts or (root.name,))
+                listed = skill_path not in unlisted
+                read.append(self._read(skill_path, directory, listed, listings, (top, parts)))
+        finally:
+            os.close(top)
         # Every skill's files are read first, and then each skill is checked: two tight
         # loops run markedly faster than one that alternates between them.
         for files in read:
@@ -198,20 +213,41 @@ class SkillCatalog:
 
     def add_skill(self, skill_path: str, directory: Path, *, listed: bool = True) -> bool:
         """Add the skill in ``directory`` at ``skill_path``; record why when refused."""
-        return self._admit(self._read(skill_path, directory, listed, None))
+        read = _ReadSkill(skill_path, directory, listed)
+        try:
+            # The folder the server's author named may be reached through a link (as the
+            # root of a tree may be); nothing below it is.
+            top = open_directory(directory.resolve())
+        except OSError as exc:
+            read.refused = str(exc)
+        else:
+            try:
+                read = self._read(skill_path, directory, listed, None, (top, ()))
+            finally:
+                os.close(top)
+        return self._admit(read)
 
     def _read(
-        self, skill_path: str, directory: str | Path, listed: bool, listings: Listings | None
+        self,
+        skill_path: str,
+        directory: str | Path,
+        listed: bool,
+        listings: Listings | None,
+        at: tuple[int, tuple[str, ...]],
     ) -> _ReadSkill:
-        """The files of the skill in ``directory``, read; or why they cannot be served."""
+        """The files of the skill in ``directory`` (the folder ``at`` names: a descriptor
+        and the parts below it), read; or why they cannot be served."""
         limits = self.limits
         read = _ReadSkill(skill_path, directory, listed)
+        folders: dict[tuple[str, ...], int] = {}
         try:
             segments = skill_path.strip("/").split("/")
             root_uri = f"{self.scheme}://" + "/".join(map(encode_segment, segments))
             read.uri = f"{root_uri}/{SKILL_FILE}"
+            top, parts_of_skill = at
+            folders[()] = folder = descend(top, parts_of_skill)
             paths, read.notes = walk_files(
-                directory, limits=_skill_tree(limits.max_skill_files), listings=listings
+                directory, at=folder, limits=_skill_tree(limits.max_skill_files), listings=listings
             )
             if len(paths) > limits.max_skill_files:
                 read.refused = f"{len(paths)} files; at most {limits.max_skill_files} are allowed"
@@ -221,8 +257,12 @@ class SkillCatalog:
             files: list[ServedFile] = []
             for parts, path in paths:
                 read.refused_path = str(path)
+                where = parts[:-1]
+                parent = folders.get(where)
+                if parent is None:
+                    folders[where] = parent = descend(folder, where)
                 try:
-                    data = read_regular_file(path, budget, snapshot=True)
+                    data = read_regular_file(parts[-1], budget, snapshot=True, dir_fd=parent)
                 except FileTooLarge:
                     read.rule = LIM_BYTES
                     raise ValueError(
@@ -239,6 +279,9 @@ class SkillCatalog:
             read.refused_path = None
         except (ValueError, OSError, OverflowError) as exc:
             read.refused = str(exc)
+        finally:
+            for fd in folders.values():
+                os.close(fd)
         return read
 
     def _admit(self, read: _ReadSkill) -> bool:
