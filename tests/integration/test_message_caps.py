@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from skillward.core.config import Limits
 from skillward.core.errors import (
+    InvalidResponse,
     ResponseTooLarge,
     ServerDisconnected,
     SizeMismatch,
@@ -139,10 +140,14 @@ async def test_a_large_file_within_the_caps_is_read_whole_over_http(
     assert block.size == len(data)
 
 
+_Answer = Callable[[anyio.abc.SocketStream, dict[str, Any]], Awaitable[bool]]
+
+
 @asynccontextmanager
-async def breaking_off() -> AsyncIterator[str]:
-    """A streamable HTTP peer on 127.0.0.1 that completes the handshake, then answers
-    every other request with a body cut short (its Content-Length promises more)."""
+async def raw_http_peer(answer: _Answer) -> AsyncIterator[str]:
+    """A streamable HTTP peer on 127.0.0.1 that completes the 2025-11-25 handshake and
+    takes each notification; ``answer`` answers every other message with an id (True: it
+    ended the connection)."""
     capabilities: dict[str, Any] = {
         "resources": {},
         "extensions": {"io.modelcontextprotocol/skills": {}},
@@ -150,9 +155,9 @@ async def breaking_off() -> AsyncIterator[str]:
 
     async def serve(stream: anyio.abc.SocketStream) -> None:
         async with stream:
-            await answer(stream)
+            await exchange(stream)
 
-    async def answer(stream: anyio.abc.SocketStream) -> None:
+    async def exchange(stream: anyio.abc.SocketStream) -> None:
         buffered = BufferedByteReceiveStream(stream)
         with contextlib.suppress(
             anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError
@@ -169,11 +174,11 @@ async def breaking_off() -> AsyncIterator[str]:
                 if "id" not in message:
                     await stream.send(b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n")
                     continue
-                if message["method"] == "initialize":
+                if message.get("method") == "initialize":
                     result = {
                         "protocolVersion": "2025-11-25",
                         "capabilities": capabilities,
-                        "serverInfo": {"name": "breaks-off", "version": "1"},
+                        "serverInfo": {"name": "raw-peer", "version": "1"},
                     }
                     body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
                     data = body.encode()
@@ -182,13 +187,8 @@ async def breaking_off() -> AsyncIterator[str]:
                         b"content-length: %d\r\n\r\n%s" % (len(data), data)
                     )
                     continue
-                cut = json.dumps({"jsonrpc": "2.0", "id": message["id"]}).encode()[:-1]
-                await stream.send(
-                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-                    b"content-length: %d\r\n\r\n%s" % (len(cut) + 100, cut)
-                )
-                await stream.aclose()
-                return
+                if await answer(stream, message):
+                    return
 
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
     port = listener.extra(anyio.abc.SocketAttribute.local_port)
@@ -198,9 +198,36 @@ async def breaking_off() -> AsyncIterator[str]:
         group.cancel_scope.cancel()
 
 
+async def _cut_short(stream: anyio.abc.SocketStream, message: dict[str, Any]) -> bool:
+    """A body cut short (its Content-Length promises more), and the connection closed."""
+    cut = json.dumps({"jsonrpc": "2.0", "id": message["id"]}).encode()[:-1]
+    await stream.send(
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+        b"content-length: %d\r\n\r\n%s" % (len(cut) + 100, cut)
+    )
+    await stream.aclose()
+    return True
+
+
+async def _flood(stream: anyio.abc.SocketStream, message: dict[str, Any]) -> bool:
+    """A request answered with an event stream of the server's own requests (sampling,
+    which the client never declared), 20,000 of them and never the answer; an answer the
+    client posts is taken and never responded to, so none of them is ever delivered."""
+    if "method" not in message:
+        await anyio.sleep_forever()
+    await stream.send(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n")
+    params = {"messages": [], "maxTokens": 1}
+    for n in range(20_000):
+        request = {"jsonrpc": "2.0", "id": f"s{n}", "method": "sampling/createMessage"}
+        event = json.dumps({**request, "params": params})
+        await stream.send(f"event: message\ndata: {event}\n\n".encode())
+    await anyio.sleep_forever()
+    return True
+
+
 @pytest.mark.threat("T34")
 async def test_an_http_server_that_breaks_off_its_answer_is_a_typed_error_naming_it() -> None:
-    async with breaking_off() as url:
+    async with raw_http_peer(_cut_short) as url:
         spec = ServerSpec(label="cut", transport=HttpTransport(url=url), mode="legacy")
         with anyio.fail_after(60), pytest.raises(SkillwardError) as failed:
             async with SkillsClient.connect(spec) as client:
@@ -223,4 +250,19 @@ async def test_a_server_flooding_requests_it_never_reads_the_answers_of_is_ended
         async with SkillsClient.connect(spec, limits=limits) as client:
             await client.list_skills()
     assert ended.value.server == "flood"
+    assert "requests the client has not answered" in ended.value.message
+
+
+@pytest.mark.threat("T11")
+async def test_an_http_server_flooding_requests_whose_answers_it_never_takes_is_ended() -> None:
+    # Over HTTP each answer is a POST of its own, sent one after another: a server that
+    # never responds to the first has every later request wait in a task of the SDK's.
+    async with raw_http_peer(_flood) as url:
+        spec = ServerSpec(label="flood", transport=HttpTransport(url=url), mode="legacy")
+        limits = Limits(operation_timeout=20, request_timeout=20)
+        with anyio.fail_after(60), pytest.raises(SkillwardError) as ended:
+            async with SkillsClient.connect(spec, limits=limits) as client:
+                await client.list_skills()
+    assert ended.value.server == "flood"
+    assert isinstance(ended.value, InvalidResponse), ended.value
     assert "requests the client has not answered" in ended.value.message

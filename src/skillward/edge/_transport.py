@@ -13,6 +13,9 @@ server's process to exit. These replace or wrap them:
   body, and every server-sent event, to the same caps before the SDK reads it. A refused
   response fails the request it answers.
 
+Over either, the server's own requests are held to ``Limits.max_server_requests``
+unanswered (:class:`Unanswered`); one more ends the connection.
+
 Either way the refusal is recorded in :class:`Faults`, so the client edge raises it as
 the :class:`~skillward.core.errors.ResponseTooLarge` it is, naming the server.
 """
@@ -37,7 +40,7 @@ from anyio.abc import ByteSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
-from mcp.shared._stream_protocols import WriteStream
+from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 
 from skillward.core.config import Limits
@@ -609,6 +612,83 @@ async def http(transport: HttpTransport, *, limits: Limits, faults: Faults) -> A
             http_client=client,
             # The caps above hold each event first; escaped, it can be three times as long.
             max_sse_event_size=3 * limits.message_bytes + 2,
-        ) as streams,
+        ) as (incoming, outgoing),
     ):
-        yield streams
+        unanswered = Unanswered(limits.max_server_requests)
+        yield _Counted(incoming, unanswered, faults), _Answers(outgoing, unanswered)
+
+
+class _Counted:
+    """The SDK's stream of what an HTTP server sent, each of its requests counted
+    (:class:`Unanswered`): one too many ends the stream, and so the connection, as a line
+    over stdio does (every other item passed on as it is, its sender's context with it)."""
+
+    def __init__(
+        self, inner: ReadStream[SessionMessage | Exception], unanswered: Unanswered, faults: Faults
+    ) -> None:
+        self._inner = inner
+        self._unanswered = unanswered
+        self._faults = faults
+        self._ended = False
+
+    @property
+    def last_context(self) -> object:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        if self._ended:
+            raise anyio.EndOfStream
+        item = await self._inner.receive()
+        if isinstance(item, SessionMessage):
+            refused = _count(item.message, self._unanswered)
+            if refused is not None:
+                self._ended = True
+                self._faults.end(refused)
+                raise anyio.EndOfStream
+        return item
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        self._ended = True
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class _Answers:
+    """The SDK's stream of what goes to an HTTP server: an answer to one of the server's
+    requests is counted off once the SDK's transport took it (after the POST before it)."""
+
+    def __init__(self, inner: WriteStream[SessionMessage], unanswered: Unanswered) -> None:
+        self._inner = inner
+        self._unanswered = unanswered
+
+    async def send(self, item: SessionMessage, /) -> None:
+        await self._inner.send(item)
+        message = item.message
+        if (
+            isinstance(message, types.JSONRPCResponse | types.JSONRPCError)
+            and message.id is not None
+        ):
+            self._unanswered.answered(message.id)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
