@@ -438,3 +438,30 @@ def test_a_folder_swapped_for_a_link_while_the_tree_is_read_serves_nothing_from_
         stop.touch()
         swapper.wait(timeout=30)
     assert swapper.returncode == 0
+
+
+_FEW_DESCRIPTORS = """
+import resource, sys
+from skillward.serve.catalog import SkillCatalog
+resource.setrlimit(resource.RLIMIT_NOFILE, (48, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+catalog = SkillCatalog.from_directory(sys.argv[1])
+print(len(catalog.files), catalog.problems)
+"""
+
+
+def test_a_skill_with_a_folder_for_each_file_is_read_with_few_descriptors_open(
+    tmp_path: Path,
+) -> None:
+    # Each folder is opened through its parent's, and closed once its files are read: a
+    # skill of 200 folders is served by a process allowed 48 open files.
+    write(tmp_path, "s/SKILL.md", skill_md("s"))
+    for index in range(200):
+        write(tmp_path, f"s/d{index:03}/f.md", b"f")
+    done = subprocess.run(
+        [sys.executable, "-c", _FEW_DESCRIPTORS, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.split(" ", 1) == ["201", "[]\n"]

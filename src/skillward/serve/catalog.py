@@ -239,6 +239,8 @@ class SkillCatalog:
         and the parts below it), read; or why they cannot be served."""
         limits = self.limits
         read = _ReadSkill(skill_path, directory, listed)
+        # The skill's folder, and the folder of the file being read: no more are held
+        # open, however many folders a skill has.
         folders: dict[tuple[str, ...], int] = {}
         try:
             segments = skill_path.strip("/").split("/")
@@ -260,6 +262,8 @@ class SkillCatalog:
                 where = parts[:-1]
                 parent = folders.get(where)
                 if parent is None:
+                    for held in [held for held in folders if held]:
+                        os.close(folders.pop(held))
                     folders[where] = parent = descend(folder, where)
                 try:
                     data = read_regular_file(parts[-1], budget, snapshot=True, dir_fd=parent)
