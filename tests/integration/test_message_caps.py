@@ -9,6 +9,7 @@ as resident memory in a client process of its own.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -209,7 +210,9 @@ async def _cut_short(stream: anyio.abc.SocketStream, message: dict[str, Any]) ->
     return True
 
 
-async def _flood(stream: anyio.abc.SocketStream, message: dict[str, Any]) -> bool:
+async def _flood(
+    stream: anyio.abc.SocketStream, message: dict[str, Any], *, same_id: bool = False
+) -> bool:
     """A request answered with an event stream of the server's own requests (sampling,
     which the client never declared), 20,000 of them and never the answer; an answer the
     client posts is taken and never responded to, so none of them is ever delivered."""
@@ -218,7 +221,8 @@ async def _flood(stream: anyio.abc.SocketStream, message: dict[str, Any]) -> boo
     await stream.send(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n")
     params = {"messages": [], "maxTokens": 1}
     for n in range(20_000):
-        request = {"jsonrpc": "2.0", "id": f"s{n}", "method": "sampling/createMessage"}
+        ident = "s" if same_id else f"s{n}"
+        request = {"jsonrpc": "2.0", "id": ident, "method": "sampling/createMessage"}
         event = json.dumps({**request, "params": params})
         await stream.send(f"event: message\ndata: {event}\n\n".encode())
     await anyio.sleep_forever()
@@ -237,10 +241,15 @@ async def test_an_http_server_that_breaks_off_its_answer_is_a_typed_error_naming
 
 
 @pytest.mark.threat("T11")
-async def test_a_server_flooding_requests_it_never_reads_the_answers_of_is_ended() -> None:
+@pytest.mark.parametrize("ids", ["each its own id", "one id for all"])
+async def test_a_server_flooding_requests_it_never_reads_the_answers_of_is_ended(
+    ids: str,
+) -> None:
     # Each request the client has not answered is a task in the SDK: without a bound,
-    # 150,000 of them held 2 GB before any deadline.
-    argv = [sys.executable, "-m", "tests.support.request_flood", "20000"]
+    # 150,000 of them held 2 GB before any deadline. The SDK starts a task for each
+    # request whatever its id, so one id used again and again is no way around it.
+    same = ["same-id"] if ids == "one id for all" else []
+    argv = [sys.executable, "-m", "tests.support.request_flood", "20000", *same]
     transport = StdioTransport(
         command=argv[0], args=tuple(argv[1:]), cwd=str(REPO_ROOT), stderr="discard"
     )
@@ -250,14 +259,19 @@ async def test_a_server_flooding_requests_it_never_reads_the_answers_of_is_ended
         async with SkillsClient.connect(spec, limits=limits) as client:
             await client.list_skills()
     assert ended.value.server == "flood"
-    assert "requests the client has not answered" in ended.value.message
+    expected = "reused the id" if same else "requests the client has not answered"
+    assert expected in ended.value.message
 
 
 @pytest.mark.threat("T11")
-async def test_an_http_server_flooding_requests_whose_answers_it_never_takes_is_ended() -> None:
+@pytest.mark.parametrize("ids", ["each its own id", "one id for all"])
+async def test_an_http_server_flooding_requests_whose_answers_it_never_takes_is_ended(
+    ids: str,
+) -> None:
     # Over HTTP each answer is a POST of its own, sent one after another: a server that
     # never responds to the first has every later request wait in a task of the SDK's.
-    async with raw_http_peer(_flood) as url:
+    same = ids == "one id for all"
+    async with raw_http_peer(functools.partial(_flood, same_id=same)) as url:
         spec = ServerSpec(label="flood", transport=HttpTransport(url=url), mode="legacy")
         limits = Limits(operation_timeout=20, request_timeout=20)
         with anyio.fail_after(60), pytest.raises(SkillwardError) as ended:
@@ -265,4 +279,5 @@ async def test_an_http_server_flooding_requests_whose_answers_it_never_takes_is_
                 await client.list_skills()
     assert ended.value.server == "flood"
     assert isinstance(ended.value, InvalidResponse), ended.value
-    assert "requests the client has not answered" in ended.value.message
+    expected = "reused the id" if same else "requests the client has not answered"
+    assert expected in ended.value.message

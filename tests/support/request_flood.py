@@ -1,8 +1,9 @@
 """A stdio peer that completes the 2025-11-25 handshake, then sends request after request
 (``sampling/createMessage``, which the client never declared) and reads none of the
-answers: each of them the SDK would hold in a task of its own.
+answers: each of them the SDK would hold in a task of its own. With ``same-id``, every
+request has the same id (the SDK starts a task for each all the same).
 
-Run as ``python -m tests.support.request_flood COUNT``.
+Run as ``python -m tests.support.request_flood COUNT [same-id]``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ def send(message: dict[str, Any]) -> None:
 
 def main() -> None:
     count = int(sys.argv[1])
+    same_id = sys.argv[2:] == ["same-id"]
     hello = json.loads(sys.stdin.readline())
     capabilities: dict[str, Any] = {
         "resources": {},
@@ -35,7 +37,12 @@ def main() -> None:
     params = {"messages": [], "maxTokens": 1}
     for n in range(count):
         send(
-            {"jsonrpc": "2.0", "id": f"s{n}", "method": "sampling/createMessage", "params": params}
+            {
+                "jsonrpc": "2.0",
+                "id": "s" if same_id else f"s{n}",
+                "method": "sampling/createMessage",
+                "params": params,
+            }
         )
     threading.Event().wait()  # until the client ends it
 

@@ -294,3 +294,17 @@ def test_requests_are_unanswered_until_answered_or_called_off_by_their_own_id() 
     unanswered.answered(1)
     unanswered.answered("c")
     assert unanswered.asked("d") is None
+
+
+@pytest.mark.threat("T11")
+def test_a_request_reusing_the_id_of_one_unanswered_is_refused_not_counted_once() -> None:
+    # The SDK starts a task for each request, whatever its id: counted once by id, a
+    # server could send the same one without end.
+    unanswered = Unanswered(64)
+    assert unanswered.asked("s") is None
+    reused = unanswered.asked("s")
+    assert isinstance(reused, InvalidResponse)
+    assert "reused the id" in reused.message
+    assert "'s'" not in reused.message  # the server's id is not quoted back
+    unanswered.answered("s")
+    assert unanswered.asked("s") is None  # answered, its id may be used again

@@ -178,7 +178,13 @@ class Unanswered:
         self._ids: set[str | int] = set()
 
     def asked(self, request_id: str | int) -> SkillwardError | None:
-        """A request read; why the connection must end, if it is one too many."""
+        """A request read; why the connection must end, if it is one too many or uses
+        the id of one unanswered (which MCP forbids: the SDK would start a task for it
+        all the same, so counted once, one id could stand for any number)."""
+        if request_id in self._ids:
+            return InvalidResponse(
+                "the server reused the id of a request the client has not answered yet"
+            )
         self._ids.add(request_id)
         if len(self._ids) <= self._limit:
             return None
