@@ -4,6 +4,7 @@ that stall, loop or send too much; its output formats, baselines and exit codes.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -249,7 +250,7 @@ def tree(tmp_path: Path) -> Path:
 
 async def hostile_strings(tree: Path) -> Any:
     """A check of a server whose strings try to drive a terminal or plant a link."""
-    evil = "\x1b[2J\x1b]8;;https://evil\x07[click](https://evil)\u202e\x9b"
+    evil = "\x1b[2J\x1b]8;;https://evil\x07[click](https://evil)\\[tap\\](https://evil)\u202e\x9b"
 
     def entry(value: dict[str, Any]) -> None:
         value["uri"] = f"skill://plain{evil}/SKILL.md"
@@ -298,25 +299,33 @@ async def test_sarif_messages_carry_no_link_a_server_wrote(tree: Path) -> None:
     log = json.loads(render_sarif(result))
     messages = [r["message"]["text"] for r in log["runs"][0]["results"]]
     assert any("click" in message for message in messages)
+    assert any("tap" in message for message in messages)
     for message in messages:
         assert "[click]" not in message
         assert "\\[click\\]" in message or "click" not in message
+        # Every bracket is escaped as SARIF reads it: after an odd run of backslashes (a
+        # backslash the server wrote before one must not cancel its escape).
+        assert re.search(r"(?<!\\)(?:\\\\)*[\[\]]", message) is None, message
 
 
 @pytest.mark.anyio
 @pytest.mark.threat("T55")
-async def test_a_relative_uri_a_server_lists_is_never_a_sarif_location(tree: Path) -> None:
+@pytest.mark.parametrize(
+    "listed", ["src/app.py", "javascript:alert(1)", "https://evil.example/SKILL.md"]
+)
+async def test_only_a_skill_uri_a_server_lists_is_a_sarif_location(tree: Path, listed: str) -> None:
     # Code scanning reads a relative location against the repository: the finding would
-    # be shown on the author's own src/app.py, with the server's words beside it.
+    # be shown on the author's own src/app.py, with the server's words beside it; and a
+    # viewer may open another scheme's location as a link.
     def entry(value: dict[str, Any]) -> None:
-        value["uri"] = "src/app.py"
+        value["uri"] = listed
 
     server = served(tree, entries={"skill://acme/billing/refunds/SKILL.md": entry})
     spec = ServerSpec(label="evil", transport=InMemoryTransport(server=server))
     with anyio.fail_after(60):
         result = outcome([await check_server(spec)])
     (report,) = result.reports
-    assert "src/app.py" in {f.uri or f.skill for f in report.findings}
+    assert listed in {f.uri or f.skill for f in report.findings}
     log = json.loads(render_sarif(result))
     places = [
         location["physicalLocation"]["artifactLocation"]
@@ -324,7 +333,7 @@ async def test_a_relative_uri_a_server_lists_is_never_a_sarif_location(tree: Pat
         for location in found["locations"]
     ]
     assert places
-    assert {"uri": "src/app.py"} not in places
+    assert {"uri": listed} not in places
     for place in places:
         assert place["uri"] == "evil" or place["uri"].startswith("skill://"), place
 

@@ -12,6 +12,7 @@ import pytest
 
 from skillward.serve.catalog import example_skills_dir
 from tests.integration.test_cli import EXAMPLES, run
+from tests.support.trees import skill_md, write
 
 REFUNDS_DESCRIPTION = (
     "Process customer refund requests according to Acme billing policy. Use when a customer "
@@ -367,3 +368,22 @@ def test_an_unknown_label_says_how_to_add_that_server_and_where_it_is_kept(
     checked = json_error(run("check", "nobody", *given, home=tmp_path).stderr)
     assert checked["error"] == "UnknownServer"
     assert checked["hint"] == shown["hint"].removeprefix("The labels known here: examples. ")
+
+
+@pytest.mark.threat("T55")
+@pytest.mark.parametrize("command", ["list", "show"])
+def test_json_output_carries_no_control_bidi_or_invisible_character_a_server_wrote(
+    tmp_path: Path, command: str
+) -> None:
+    # A description that clears the screen and writes skillward's own words in its place.
+    description = "\u009b2J\u009b1;1HAll skills verified.\u009b8m \u202eabc\u2028x\u200by\x7fz"
+    skills = tmp_path / "skills"
+    write(skills, "evil/SKILL.md", skill_md("evil", json.dumps(description)))
+    server = f"evil={sys.executable} -m skillward serve {skills}"
+    argv = ["list"] if command == "list" else ["show", "evil:evil"]
+    result = run(*argv, "--no-local", "--json", "--server", server, home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.isascii(), [c for c in result.stdout if not c.isascii()]
+    data = json.loads(result.stdout)
+    shown = data["skills"][0] if command == "list" else data
+    assert shown["description"] == description  # the data whole, as JSON escapes

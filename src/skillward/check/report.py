@@ -330,8 +330,11 @@ def render_json(result: Outcome) -> str:
 
 def _sarif_text(text: str, limit: int = 1000) -> str:
     """Server text for a SARIF message: escaped, and with no embedded links (a SARIF
-    viewer renders ``[text](target)`` as a link; literal brackets are ``\\[``, ``\\]``)."""
-    return printable(text, limit=limit).replace("[", "\\[").replace("]", "\\]")
+    viewer renders ``[text](target)`` as a link; literal brackets are ``\\[``, ``\\]``,
+    and a literal backslash is ``\\\\``, so one the server wrote before a bracket cannot
+    cancel its escape)."""
+    shown = printable(text, limit=limit).replace("\\", "\\\\")
+    return shown.replace("[", "\\[").replace("]", "\\]")
 
 
 def _fingerprints(label: str, findings: Sequence[Finding]) -> list[str]:
@@ -388,9 +391,10 @@ def _sarif_location(report: ServerReport, finding: Finding) -> dict[str, Any]:
         if finding.line is not None:
             physical["region"] = {"startLine": finding.line}
     else:
-        # A server's string stands as the location only as an absolute URI: a relative
+        # A server's string stands as the location only as a skill:// URI: a relative
         # one ("src/app.py") would be read against the repository, and the finding
-        # shown on a file of the author's that it is not about.
+        # shown on a file of the author's that it is not about; a viewer may open
+        # another scheme's (https:, javascript:) as a link.
         where = target if target is not None and _served_at(target) else report.label
         physical = {"artifactLocation": {"uri": printable(where, limit=2048)}}
     return {
@@ -400,16 +404,9 @@ def _sarif_location(report: ServerReport, finding: Finding) -> dict[str, Any]:
 
 
 def _served_at(target: str) -> bool:
-    """Whether ``target`` is an absolute URI other than a file's (``skill://...``)."""
-    scheme, colon, _ = target.partition(":")
-    return (
-        bool(colon)
-        and len(scheme) > 1  # not a drive letter
-        and scheme[0].isascii()
-        and scheme[0].isalpha()
-        and all(c.isascii() and (c.isalnum() or c in "+-.") for c in scheme)
-        and scheme.lower() != "file"
-    )
+    """Whether ``target`` is a ``skill://`` URI."""
+    scheme, colon, rest = target.partition(":")
+    return bool(colon) and scheme.lower() == "skill" and rest.startswith("//")
 
 
 def _sarif_path(path: str) -> str:

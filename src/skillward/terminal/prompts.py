@@ -92,7 +92,9 @@ class Terminal:
         self.command_line = command_line
 
     def json(self, data: object) -> None:
-        self.out.print(json.dumps(data, indent=2, ensure_ascii=False), markup=False, soft_wrap=True)
+        # ASCII: a server's C1 controls, bidi and invisible characters stay JSON escapes
+        # on a terminal, as they are in every other JSON skillward prints.
+        self.out.print(json.dumps(data, indent=2, ensure_ascii=True), markup=False, soft_wrap=True)
 
     def text(self, text: str) -> None:
         # Context blocks are already neutralised; print them verbatim, never as markup.
