@@ -210,21 +210,34 @@ async def _cut_short(stream: anyio.abc.SocketStream, message: dict[str, Any]) ->
     return True
 
 
-async def _flood(
-    stream: anyio.abc.SocketStream, message: dict[str, Any], *, same_id: bool = False
-) -> bool:
-    """A request answered with an event stream of the server's own requests (sampling,
-    which the client never declared), 20,000 of them and never the answer; an answer the
-    client posts is taken and never responded to, so none of them is ever delivered."""
+def _event(message: dict[str, Any]) -> bytes:
+    return f"event: message\ndata: {json.dumps(message)}\n\n".encode()
+
+
+async def _flood(stream: anyio.abc.SocketStream, message: dict[str, Any], *, mode: str) -> bool:
+    """A request answered with an event stream of the server's own requests and never
+    the answer; an answer the client posts is taken and never responded to, so none of
+    them is ever delivered. ``mode`` as tests.support.request_flood's."""
     if "method" not in message:
         await anyio.sleep_forever()
     await stream.send(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n")
+    if mode == "cancel-late":
+        for start in range(0, 200_000, 32):
+            ids = [f"p{n}" for n in range(start, start + 32)]
+            await stream.send(
+                b"".join(_event({"jsonrpc": "2.0", "id": i, "method": "ping"}) for i in ids)
+            )
+            await anyio.sleep(0.005)  # the client answers them meanwhile
+            cancels = [{"requestId": i} for i in ids]
+            method = "notifications/cancelled"
+            await stream.send(
+                b"".join(_event({"jsonrpc": "2.0", "method": method, "params": c}) for c in cancels)
+            )
     params = {"messages": [], "maxTokens": 1}
     for n in range(20_000):
-        ident = "s" if same_id else f"s{n}"
+        ident = "s" if mode == "same-id" else f"s{n}"
         request = {"jsonrpc": "2.0", "id": ident, "method": "sampling/createMessage"}
-        event = json.dumps({**request, "params": params})
-        await stream.send(f"event: message\ndata: {event}\n\n".encode())
+        await stream.send(_event({**request, "params": params}))
     await anyio.sleep_forever()
     return True
 
@@ -240,16 +253,22 @@ async def test_an_http_server_that_breaks_off_its_answer_is_a_typed_error_naming
     assert isinstance(failed.value, TransportError | ServerDisconnected), failed.value
 
 
+_FLOODS = {"each its own id": "", "one id for all": "same-id", "cancelled late": "cancel-late"}
+
+
 @pytest.mark.threat("T11")
-@pytest.mark.parametrize("ids", ["each its own id", "one id for all"])
+@pytest.mark.parametrize("ids", list(_FLOODS))
 async def test_a_server_flooding_requests_it_never_reads_the_answers_of_is_ended(
     ids: str,
 ) -> None:
     # Each request the client has not answered is a task in the SDK: without a bound,
     # 150,000 of them held 2 GB before any deadline. The SDK starts a task for each
-    # request whatever its id, so one id used again and again is no way around it.
-    same = ["same-id"] if ids == "one id for all" else []
-    argv = [sys.executable, "-m", "tests.support.request_flood", "20000", *same]
+    # request whatever its id, so one id used again and again is no way around it; nor
+    # is a cancel sent once the answer is being written (the SDK ignores it, and the
+    # answer waits to be written all the same).
+    mode = _FLOODS[ids]
+    argv = [sys.executable, "-m", "tests.support.request_flood", "200000"]
+    argv += [mode] if mode else []
     transport = StdioTransport(
         command=argv[0], args=tuple(argv[1:]), cwd=str(REPO_ROOT), stderr="discard"
     )
@@ -259,19 +278,19 @@ async def test_a_server_flooding_requests_it_never_reads_the_answers_of_is_ended
         async with SkillsClient.connect(spec, limits=limits) as client:
             await client.list_skills()
     assert ended.value.server == "flood"
-    expected = "reused the id" if same else "requests the client has not answered"
+    expected = "reused the id" if mode == "same-id" else "requests the client has not answered"
     assert expected in ended.value.message
 
 
 @pytest.mark.threat("T11")
-@pytest.mark.parametrize("ids", ["each its own id", "one id for all"])
+@pytest.mark.parametrize("ids", list(_FLOODS))
 async def test_an_http_server_flooding_requests_whose_answers_it_never_takes_is_ended(
     ids: str,
 ) -> None:
     # Over HTTP each answer is a POST of its own, sent one after another: a server that
     # never responds to the first has every later request wait in a task of the SDK's.
-    same = ids == "one id for all"
-    async with raw_http_peer(functools.partial(_flood, same_id=same)) as url:
+    mode = _FLOODS[ids]
+    async with raw_http_peer(functools.partial(_flood, mode=mode)) as url:
         spec = ServerSpec(label="flood", transport=HttpTransport(url=url), mode="legacy")
         limits = Limits(operation_timeout=20, request_timeout=20)
         with anyio.fail_after(60), pytest.raises(SkillwardError) as ended:
@@ -279,5 +298,5 @@ async def test_an_http_server_flooding_requests_whose_answers_it_never_takes_is_
                 await client.list_skills()
     assert ended.value.server == "flood"
     assert isinstance(ended.value, InvalidResponse), ended.value
-    expected = "reused the id" if same else "requests the client has not answered"
+    expected = "reused the id" if mode == "same-id" else "requests the client has not answered"
     assert expected in ended.value.message

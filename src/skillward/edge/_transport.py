@@ -167,34 +167,46 @@ _LOG_SECONDS = 2.0
 
 
 class Unanswered:
-    """The server's requests the client has not answered yet, by id (added as they are
-    read, removed as their answers are written or the server cancels them), held to
-    ``Limits.max_server_requests``."""
+    """The server's requests the client has not answered yet, by id, held to
+    ``Limits.max_server_requests``: added as they are read; an answer being written still
+    counts until it is written; a request the server cancels counts no more, unless its
+    answer is being written already (the SDK ignores such a cancel, and writes it)."""
 
-    __slots__ = ("_ids", "_limit")
+    __slots__ = ("_ids", "_limit", "_writing")
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
         self._ids: set[str | int] = set()
+        self._writing: set[str | int] = set()
 
     def asked(self, request_id: str | int) -> SkillwardError | None:
         """A request read; why the connection must end, if it is one too many or uses
         the id of one unanswered (which MCP forbids: the SDK would start a task for it
         all the same, so counted once, one id could stand for any number)."""
-        if request_id in self._ids:
+        if request_id in self._ids or request_id in self._writing:
             return InvalidResponse(
                 "the server reused the id of a request the client has not answered yet"
             )
         self._ids.add(request_id)
-        if len(self._ids) <= self._limit:
+        if len(self._ids) + len(self._writing) <= self._limit:
             return None
         return InvalidResponse(
             f"the server sent more than {self._limit} requests the client has not "
             "answered yet (it reads none of the answers)"
         )
 
+    def writing(self, request_id: str | int) -> None:
+        """Its answer is being written (counted, even if a cancel was read meanwhile)."""
+        self._ids.discard(request_id)
+        self._writing.add(request_id)
+
     def answered(self, request_id: str | int) -> None:
-        """Its answer written, or the server cancelled it (no answer is due then)."""
+        """Its answer written (or the write given up)."""
+        self._writing.discard(request_id)
+        self._ids.discard(request_id)
+
+    def cancelled(self, request_id: str | int) -> None:
+        """The server called it off: no answer is due, unless one is being written."""
         self._ids.discard(request_id)
 
 
@@ -260,11 +272,18 @@ def _count(message: types.JSONRPCMessage, unanswered: Unanswered) -> SkillwardEr
     if isinstance(message, types.JSONRPCNotification) and message.method == _CANCELLED:
         cancelled = (message.params or {}).get("requestId")
         if isinstance(cancelled, str | int):
-            unanswered.answered(cancelled)
+            unanswered.cancelled(cancelled)
     return None
 
 
 _CANCELLED = "notifications/cancelled"
+
+
+def _answer_id(message: types.JSONRPCMessage) -> str | int | None:
+    """The id of the server's request ``message`` answers, if it is an answer."""
+    if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+        return message.id
+    return None
 
 
 def _parse(line: bytes, limits: Limits, faults: Faults) -> SessionMessage | Exception | None:
@@ -356,17 +375,18 @@ class _ToChild:
             raise anyio.ClosedResourceError
         message = item.message
         text = message.model_dump_json(by_alias=True, exclude_unset=True)
+        answering = _answer_id(message)
+        if answering is not None:
+            self._unanswered.writing(answering)  # before any wait: no cancel comes between
         try:
             await self._stdin.send(text.encode("utf-8") + b"\n")
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as error:
             # The server stopped reading: end the session rather than leave requests waiting.
             self._incoming.close()
             raise anyio.BrokenResourceError from error
-        if (
-            isinstance(message, types.JSONRPCResponse | types.JSONRPCError)
-            and message.id is not None
-        ):
-            self._unanswered.answered(message.id)  # written: that request is answered
+        finally:
+            if answering is not None:
+                self._unanswered.answered(answering)
         after = _AFTER_SEND.get()
         if after is not None:
             after()
@@ -682,13 +702,15 @@ class _Answers:
         self._unanswered = unanswered
 
     async def send(self, item: SessionMessage, /) -> None:
-        await self._inner.send(item)
-        message = item.message
-        if (
-            isinstance(message, types.JSONRPCResponse | types.JSONRPCError)
-            and message.id is not None
-        ):
-            self._unanswered.answered(message.id)
+        answering = _answer_id(item.message)
+        if answering is None:
+            await self._inner.send(item)
+            return
+        self._unanswered.writing(answering)  # before any wait: no cancel comes between
+        try:
+            await self._inner.send(item)
+        finally:
+            self._unanswered.answered(answering)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
