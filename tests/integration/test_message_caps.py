@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import json
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -145,10 +146,14 @@ _Answer = Callable[[anyio.abc.SocketStream, dict[str, Any]], Awaitable[bool]]
 
 
 @asynccontextmanager
-async def raw_http_peer(answer: _Answer) -> AsyncIterator[str]:
+async def raw_http_peer(
+    answer: _Answer, *, on_get: Callable[[anyio.abc.SocketStream], Awaitable[None]] | None = None
+) -> AsyncIterator[str]:
     """A streamable HTTP peer on 127.0.0.1 that completes the 2025-11-25 handshake and
     takes each notification; ``answer`` answers every other message with an id (True: it
-    ended the connection)."""
+    ended the connection). With ``on_get``, the handshake gives a session id (so the
+    client opens its GET stream) and ``on_get`` answers each GET, then the connection
+    ends."""
     capabilities: dict[str, Any] = {
         "resources": {},
         "extensions": {"io.modelcontextprotocol/skills": {}},
@@ -165,6 +170,12 @@ async def raw_http_peer(answer: _Answer) -> AsyncIterator[str]:
         ):
             while True:
                 head = await buffered.receive_until(b"\r\n\r\n", 65536)
+                if head.startswith(b"GET ") and on_get is not None:
+                    await on_get(stream)
+                    return
+                if head.startswith(b"DELETE "):
+                    await stream.send(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+                    continue
                 fields = dict(
                     line.split(":", 1) for line in head.decode().split("\r\n")[1:] if ":" in line
                 )
@@ -183,9 +194,10 @@ async def raw_http_peer(answer: _Answer) -> AsyncIterator[str]:
                     }
                     body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
                     data = body.encode()
+                    session = b"mcp-session-id: s1\r\n" if on_get is not None else b""
                     await stream.send(
-                        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-                        b"content-length: %d\r\n\r\n%s" % (len(data), data)
+                        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n%s"
+                        b"content-length: %d\r\n\r\n%s" % (session, len(data), data)
                     )
                     continue
                 if await answer(stream, message):
@@ -300,3 +312,32 @@ async def test_an_http_server_flooding_requests_whose_answers_it_never_takes_is_
     assert isinstance(ended.value, InvalidResponse), ended.value
     expected = "reused the id" if mode == "same-id" else "requests the client has not answered"
     assert expected in ended.value.message
+
+
+@pytest.mark.threat("T11")
+async def test_an_event_stream_ended_at_once_is_opened_again_once_a_second_at_most() -> None:
+    # retry: 0, and the stream ends: the SDK opens it again after the delay the server
+    # set, each time, and an idle client made tens of thousands of requests a minute.
+    opened: list[float] = []
+    three = anyio.Event()
+
+    async def get(stream: anyio.abc.SocketStream) -> None:
+        opened.append(anyio.current_time())
+        if len(opened) == 3:
+            three.set()
+        await stream.send(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"content-length: 11\r\n\r\nretry: 0\n\n\n"
+        )
+
+    async def nothing(stream: anyio.abc.SocketStream, message: dict[str, Any]) -> bool:
+        await anyio.sleep_forever()
+        return True
+
+    async with raw_http_peer(nothing, on_get=get) as url:
+        spec = ServerSpec(label="eager", transport=HttpTransport(url=url), mode="legacy")
+        with anyio.fail_after(60):
+            async with SkillsClient.connect(spec):
+                await three.wait()
+    gaps = [later - earlier for earlier, later in itertools.pairwise(opened)]
+    assert min(gaps) >= 0.9, gaps

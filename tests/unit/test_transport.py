@@ -327,3 +327,42 @@ def test_a_request_reusing_the_id_of_one_unanswered_is_refused_not_counted_once(
     assert "'s'" not in reused.message  # the server's id is not quoted back
     unanswered.answered("s")
     assert unanswered.asked("s") is None  # answered, its id may be used again
+
+
+async def retries(body: bytes) -> list[int | None]:
+    """The ``retry`` of each event the SDK's parser reads from ``body`` through the caps."""
+
+    async def content() -> AsyncIterator[bytes]:
+        yield body
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers=SSE, content=content())
+
+    hooks: dict[str, list[Any]] = {"response": [_Caps(Limits(), Faults())]}
+    async with (
+        httpx2.AsyncClient(transport=httpx2.MockTransport(handler), event_hooks=hooks) as client,
+        client.stream("GET", "http://server/mcp") as reply,
+    ):
+        return [event.retry async for event in httpx2.EventSource(reply)]
+
+
+@pytest.mark.threat("T11")
+@settings(max_examples=60)
+@given(
+    st.one_of(
+        st.integers(0, 10**7).map(str),
+        st.integers(0, 5000).map(lambda n: "0" * 30 + str(n)),
+        st.text("0123456789x -", max_size=12),
+    ),
+    st.booleans(),
+)
+def test_a_reconnection_delay_a_server_sets_is_never_below_a_second(value: str, last: bool) -> None:
+    # The SDK opens a stream again after the delay each time one ends: at retry: 0 an
+    # idle client opened them without end, a core busy.
+    line = f"retry: {value}".encode()
+    body = b"data: {}\n\n" + line + (b"" if last else b"\n\ndata: {}\n\n")
+    got = [r for r in anyio.run(retries, body) if r is not None]
+    if value.isdigit() and value.isascii():
+        assert got == [max(int(value), 1000)] or (last and got == [])
+    else:
+        assert got == []

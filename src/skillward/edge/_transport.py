@@ -535,6 +535,8 @@ class _CappedEvents(_Held):
                     size = nodes = 0
                     out.append(b"\n")
                     continue
+                if line.startswith(b"retry:"):
+                    line = _retry_at_least(line)  # noqa: PLW2901
                 size += len(line) + 1
                 if size > cap:
                     raise self._caps.faults.refuse(_too_large(limits))
@@ -563,8 +565,28 @@ class _CappedEvents(_Held):
                     raise self._caps.faults.refuse(_too_large(limits))
             if out:
                 yield b"".join(out)
-        if partial:  # an unfinished last line, passed on as it came
-            yield b"".join(partial)
+        if partial:  # an unfinished last line, passed on as it came (a retry held to it)
+            last = b"".join(partial)
+            yield _retry_at_least(last) if last.startswith(b"retry:") else last
+
+
+#: The least reconnection delay a server may set (``retry:``, in milliseconds): the SDK
+#: opens a stream again after the delay each time one ends, so ``retry: 0`` from a server
+#: that ends every stream at once had an idle client open them without end, a core busy.
+_MIN_RETRY_MS = 1000
+
+
+def _retry_at_least(line: bytes) -> bytes:
+    """A ``retry:`` field line, its delay raised to :data:`_MIN_RETRY_MS` if below it (one
+    that is not a number is passed on: the SSE parser ignores it)."""
+    value = line[len(b"retry:") :]
+    value = value.removeprefix(b" ")
+    if not value.isdigit():
+        return line
+    digits = value.lstrip(b"0")
+    if len(digits) > len(str(_MIN_RETRY_MS)) or int(digits or b"0") >= _MIN_RETRY_MS:
+        return line
+    return b"retry: %d" % _MIN_RETRY_MS
 
 
 #: A run of bytes of non-ASCII UTF-8 characters (every byte of which is non-ASCII).
