@@ -8,6 +8,7 @@ import socket
 from typing import Any
 
 import anyio
+import anyio.abc
 import pytest
 
 from skillward.edge._listen import listen, serve_asgi
@@ -57,6 +58,9 @@ async def hello(scope: Any, receive: Any, send: Any) -> None:
         return
     if scope["path"] == "/slow":
         await anyio.sleep(1.0)  # longer than the connection had to send its request
+    if scope["path"] == "/read":
+        while (await receive()).get("more_body"):
+            pass  # the whole body, as an MCP endpoint reads it
     await send({"type": "http.response.start", "status": 200, "headers": []})
     await send({"type": "http.response.body", "body": b"hello"})
 
@@ -80,5 +84,31 @@ async def test_a_connection_that_never_sends_a_whole_request_is_closed() -> None
                 while b"hello" not in answer:
                     answer += await whole.receive()
         assert answer.startswith(b"HTTP/1.1 200")  # a request in progress is never cut
+        group.cancel_scope.cancel()
+    sock.close()
+
+
+async def trickle(stream: anyio.abc.SocketStream) -> None:
+    """A byte every tenth of a second, for as long as the server keeps the connection."""
+    while True:
+        with anyio.move_on_after(0.1):
+            await stream.receive()
+        await stream.send(b" ")
+
+
+@pytest.mark.threat("T66")
+async def test_a_body_sent_a_byte_at_a_time_is_cut_off_at_the_deadline() -> None:
+    # Whole headers, then the body as slowly as it likes: 511 of them held every slot.
+    sock = listen("127.0.0.1", 0)
+    async with anyio.create_task_group() as group:
+        serve = functools.partial(serve_asgi, hello, sock, host="127.0.0.1", lifespan=False)
+        url = await group.start(functools.partial(serve, request_seconds=0.3))
+        port = int(url.rsplit(":", 1)[1])
+        with anyio.fail_after(10):
+            async with await anyio.connect_tcp("127.0.0.1", port) as slow:
+                head = b"POST /read HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-length: 100000\r\n"
+                await slow.send(head + b"\r\n{")
+                with pytest.raises((anyio.EndOfStream, anyio.BrokenResourceError)):
+                    await trickle(slow)
         group.cancel_scope.cancel()
     sock.close()

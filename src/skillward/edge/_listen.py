@@ -75,10 +75,11 @@ def listen(host: str, port: int) -> socket.socket:
     return socket.socket(bound.family, bound.type, socket.IPPROTO_TCP, fileno=bound.detach())
 
 
-#: Seconds a connection has to send a whole request's headers, from when it opens or its
-#: last response ended; then it is closed. uvicorn's own keep-alive timer starts only
-#: after a response, and any byte stops it: a client that sends part of a request and
-#: then nothing would hold its connection (and a file descriptor) for ever.
+#: Seconds a connection has to send a whole request, headers and body, from when it opens
+#: or its last response ended; then it is closed. uvicorn's own keep-alive timer starts
+#: only after a response, and any byte stops it: a client that sends part of a request
+#: and then nothing, or a byte now and then, would hold its connection (and a file
+#: descriptor, and one of the MAX_CONNECTIONS) for ever.
 REQUEST_SECONDS = 10.0
 #: Connections and requests served at once; past it, uvicorn answers 503.
 MAX_CONNECTIONS = 512
@@ -110,7 +111,9 @@ class _Bounded(H11Protocol):
 
     def _too_slow(self) -> None:
         cycle = self.cycle
-        if cycle is None or cycle.response_complete:  # no request came whole in time
+        # No request came whole in time: no headers, or a body still coming. A request
+        # that came whole keeps its connection while it is answered, however long.
+        if cycle is None or cycle.response_complete or cycle.more_body:
             self.transport.close()
 
 
