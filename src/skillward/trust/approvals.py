@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -399,6 +400,10 @@ def record_for(
     )
 
 
+#: A frontmatter field name shown as it is (see :meth:`Change.field_names`).
+_PLAIN_FIELD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
+
+
 @dataclass(frozen=True, slots=True)
 class Change:
     """How the entry differs from the one approved."""
@@ -429,6 +434,18 @@ class Change:
             )
         )
 
+    def field_names(self, most: int = 10) -> str:
+        """The changed frontmatter fields, for a line in skillward's own words: each named
+        plainly (letters, digits, ``-``, ``_``, ``.``; at most 64), at most ``most`` of
+        them; any other is only counted, so no field name a server wrote reads as part
+        of the sentence around it."""
+        plain = [name for name in self.frontmatter if _PLAIN_FIELD.match(name)][:most]
+        others = len(self.frontmatter) - len(plain)
+        if not others:
+            return ", ".join(plain)
+        more = f"{others} other field{'' if others == 1 else 's'}"
+        return f"{', '.join(plain)} and {more}" if plain else more
+
     def summary(self, *, names: bool = True) -> str:
         """One line for notes and logs; without ``names``, no server-written field names
         (for the audit trail, which holds no skill content)."""
@@ -442,7 +459,7 @@ class Change:
             if files
         ]
         if self.frontmatter and names:
-            parts.append("frontmatter " + ", ".join(self.frontmatter[:10]) + " changed")
+            parts.append(f"frontmatter fields changed: {self.field_names()}")
         elif self.frontmatter:
             parts.append(f"{len(self.frontmatter)} frontmatter fields changed")
         if self.server:

@@ -178,9 +178,7 @@ class ApprovalFacts(_Facts):
             return []
         lines = [f"  {sign} {shown(path)} ({what})" for sign, path, what in self.changed_files]
         if change.frontmatter:
-            lines.append(
-                f"  frontmatter fields changed: {', '.join(shown(n) for n in change.frontmatter)}"
-            )
+            lines.append(f"  frontmatter fields changed: {change.field_names()}")
         if change.server:
             before, after = change.server
             lines.append(
