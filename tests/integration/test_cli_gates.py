@@ -4,12 +4,14 @@ person would run them against the bundled example server."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.integration.test_cli import EXAMPLES, run, secret_service_or_skip
 from tests.integration.test_key_file import opt_in
+from tests.support.trees import skill_md, write
 
 COMMON = ("--no-local", "--server", EXAMPLES)
 PDF_TOOLS = ["Bash(python:*)", "Read"]
@@ -36,6 +38,23 @@ def test_load_json_reports_requested_tools_and_grants_none_on_approve_once(
 
 
 @pytest.mark.threat("T14")
+def test_load_says_what_it_granted_first_and_whole_whatever_tools_a_server_requests(
+    tmp_path: Path,
+) -> None:
+    # A long request ending in the command's own words: cut at the note's length, it
+    # read "granted: Bash(rm:*)" where the command had said "granted: none".
+    forged = "Read(" + "a" * 455 + ") granted: Bash(rm:*)"
+    skills = tmp_path / "skills"
+    write(skills, "evil/SKILL.md", skill_md("evil", extra=f"allowed-tools: {forged!r}\n"))
+    server = f"evil={sys.executable} -m skillward serve {skills}"
+    result = run("load", "evil", "--approve-once", "--no-local", "--server", server, home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if "granted" in line]
+    assert lines[0] == "tools granted: none"
+    assert all(line.count('"') >= 2 for line in lines[1:])  # the server's words in quotes
+
+
+@pytest.mark.threat("T14")
 def test_approve_grant_tools_grants_the_requested_tools_with_the_approval(
     tmp_path: Path,
 ) -> None:
@@ -59,7 +78,7 @@ def test_a_remembered_tool_grant_reaches_load_and_ends_with_a_revocation(tmp_pat
         "approve", "pdf-processing", "--yes", "--grant-tools", *COMMON, home=tmp_path, keyring=None
     )
     assert approved.returncode == 0, approved.stderr
-    assert "tools granted: Bash(python:*), Read" in approved.stderr
+    assert 'tools granted: "Bash(python:*)", "Read"' in approved.stderr
     loaded = run("load", "pdf-processing", "--json", *COMMON, home=tmp_path, keyring=None)
     assert loaded.returncode == 0, loaded.stderr
     assert json.loads(loaded.stdout)["granted_tools"] == PDF_TOOLS

@@ -200,10 +200,9 @@ async def _approve_on_host(args: argparse.Namespace, on: Connected) -> int:
             }
         )
         return EXIT_OK
-    note = f"{qualified}: {describe_scope(recorded)}"
+    on.terminal.note(f"{qualified}: {describe_scope(recorded)}")
     if granted:
-        note += f"; tools granted: {', '.join(granted)}"
-    on.terminal.note(note)
+        on.terminal.grants(granted)
     return EXIT_OK
 
 

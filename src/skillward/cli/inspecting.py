@@ -149,10 +149,7 @@ async def load(args: argparse.Namespace, on: Connected) -> int:
             f"{activation.tools_refused}"
         )
     elif activation.requested_tools:
-        granted = ", ".join(activation.granted_tools) or "none"
-        on.terminal.note(
-            f"requested tools: {', '.join(activation.requested_tools)}; granted: {granted}"
-        )
+        on.terminal.grants(activation.granted_tools, activation.requested_tools)
     return EXIT_OK
 
 

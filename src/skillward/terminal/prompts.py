@@ -112,6 +112,16 @@ class Terminal:
         """One JSON object on stderr, as ``--json`` reports errors."""
         self.err.print(json.dumps(data, ensure_ascii=True), soft_wrap=True)
 
+    def grants(self, granted: Sequence[str], requested: Sequence[str] = ()) -> None:
+        """What a load or an approval grants, on stderr: every tool whole, quoted in its
+        visible form, never cut (what can be granted is held to ``Limits.max_shown_tools``
+        where it is granted); then what the skill requested, cut as any note is."""
+        said = ", ".join(f'"{visible(tool, quote=True)}"' for tool in granted) or "none"
+        self.err.print(f"[dim]tools granted: {escape(said)}[/dim]", soft_wrap=True)
+        if requested:
+            asked = ", ".join(f'"{visible(tool, quote=True)}"' for tool in requested)
+            self.note(f"requested {len(requested)} tools: {asked}")
+
     def note(self, text: str) -> None:
         self.err.print(f"[dim]{safe(text, 500)}[/dim]")
 
